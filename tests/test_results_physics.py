@@ -113,7 +113,7 @@ def test_cached_share_threshold_is_sufficient_and_agrees_with_check():
     >= 56.9 %"."""
     from rackbook.results import rack_scaling
 
-    r = rack_scaling.readings.throughput_readings(954_000, 72, MODEL, "gb300").set_index("reading")
+    r = rack_scaling.chapter.throughput_readings(954_000, 72, MODEL, "gb300").set_index("reading")
     share = r.loc["per-gpu-with-cached", "min_cached_share"]
     assert share == pytest.approx(0.640, abs=1e-3)
 

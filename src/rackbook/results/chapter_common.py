@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -9,7 +10,7 @@ from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
-from rackbook.results import headline, verdicts
+from rackbook.results import evidence, headline, verdicts
 
 
 def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
@@ -28,6 +29,15 @@ def reading(
     return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
 
 
+def readings(
+    registry: Registry, *pairs: tuple[headline.ClaimReading, headline.ClaimReading]
+) -> list[headline.ClaimReading]:
+    """Per claim's (physics, this run) pair: physics, the published evidence, this run."""
+    return [
+        x for p, run in pairs for x in (p, evidence.reading(p.claim_id, registry=registry), run)
+    ]
+
+
 def modelled(
     claim_id: str, name: str, value: Any, unit: str, definition: str, verdict: str, reason: str
 ) -> headline.Headline:
@@ -44,6 +54,13 @@ def headlines(rows: Iterable[tuple[Any, ...]], **where: Any) -> list[headline.He
         else headline.unclaimed(name, value, unit, what, r, **where)
         for r, name, value, unit, what in rows
     ]
+
+
+def glue(a: Any, table: str) -> dict[str, Any]:
+    """The values a chapter's prose quotes that are attributes of ``a``: per word of ``table``,
+    ``name=dotted.attribute`` (or ``name``, the attribute of that name)."""
+    rows = (word.partition("=") for word in table.split())
+    return {name: operator.attrgetter(path or name)(a) for name, _, path in rows}
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:

@@ -1,6 +1,5 @@
-"""Decode and prefill throughput (tok/s) per batch B per decode rank, and two engines' parity:
-decode = B x sum(output_tokens - 1) / sum(e2el - ttft), prefill = B x mean(prompt) / mean(ttft);
-ratio = A / B at the same batch per rank, gap = ratio - 1 (``rackbook import offline-engine``)."""
+"""Two engines' parity per batch B per decode rank: decode tok/s = B x sum(output - 1) /
+sum(e2el - ttft), prefill tok/s = B x mean(prompt) / mean(ttft), gap = A / B - 1."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 
 RESULT = "decode-parity"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.decode_parity``).
@@ -56,8 +55,6 @@ def throughput_table(trace: Trace) -> pd.DataFrame:
         tpot = 1000 * dec_time / dec_tokens if dec_tokens else np.nan
         head = p[["point_id", "engine", "config"]].tolist()
         rows.append([*head, b, ranks, len(r), dec, total, pre, tpot, 1000 * ttft])
-    if not rows:
-        return pd.DataFrame(columns=_COLUMNS[:5])
     return pd.DataFrame(rows, columns=_COLUMNS).sort_values(
         ["engine", "batch", "decode_ranks"], ignore_index=True, kind="stable"
     )
@@ -74,8 +71,6 @@ def parity(
     ratio A/B and gap (ratio - 1, in %)."""
 
     def side(engine: str) -> pd.DataFrame:
-        if metric not in table.columns:
-            return pd.DataFrame({metric: [], "decode_ranks": []}, index=pd.Index([], name="batch"))
         t = table[(table["engine"] == engine) & np.isfinite(table[metric].astype(float))]
         t = t.sort_values(["batch", "decode_ranks"], kind="stable")
         return t.drop_duplicates("batch", keep="last").set_index("batch")
@@ -203,21 +198,18 @@ class Analysis:
         if trace_b is not None:
             tb = throughput_table(trace_b)
             frames = [table[table["engine"] != p.engine_b], tb[tb["engine"] == p.engine_b]]
-            frames = [t for t in frames if len(t)]
-            table = pd.concat(frames, ignore_index=True) if frames else table
+            table = pd.concat([t for t in frames if len(t)] or [table], ignore_index=True)
             self.hardware += f"; engine B: {hardware_label(trace_b.run)}"
             testable = testable and can_test(trace_b.run, p.engine_b)
         self.table = table
         batches = list(p.batch_sizes)
         self.decode = dec = parity(table, p.engine_a, p.engine_b, batches=batches)
         self.prefill = parity(table, p.engine_a, p.engine_b, "prefill_tok_s", batches)
-        self.missing = missing_piece(set(table["engine"]) if len(table) else set(), p, dec)
+        self.missing = missing_piece(set(table["engine"]), p, dec)
         self.ceilings = ceil = ceilings(p)
-        self.readings = [
-            physics_reading(ceil, dec, testable, p),
-            evidence.reading(CLAIM_ID, registry=reg),
-            run_reading(dec, band, testable, trace.run, self.missing, batches),
-        ]
+        phys = physics_reading(ceil, dec, testable, p)
+        run = run_reading(dec, band, testable, trace.run, self.missing, batches)
+        self.readings = common.readings(reg, (phys, run))
 
     @property
     def worst(self) -> tuple[int, float] | None:

@@ -19,7 +19,7 @@ from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
 from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
 
 RESULT = "prefill-gain"
@@ -254,9 +254,11 @@ def can_test(run: dict[str, Any], trace_prefix: int, claim_prefix: int, rel_tol:
 
 
 def run_reading(
-    rv: RangeVerdict, testable: bool, run: dict[str, Any], claim_prefix: int
+    rv: RangeVerdict | None, testable: bool, run: dict[str, Any], claim_prefix: int, missing: str
 ) -> headline.ClaimReading:
     """Consistent when inside or overlapping, else inconsistent; untested if not testable."""
+    if rv is None:
+        return headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", missing)
     if not testable:
         needs = f"Blackwell GPUs serving DeepSeek-V4.1-Flash behind {claim_prefix:,} cached tokens"
         return verdicts.untested(CLAIM_ID, run, rv.text, needs)
@@ -323,12 +325,7 @@ class Analysis:
         )
         self.removable, how = removable_share(model, gpu, prefix, p.kv_dtype)
         self.testable = can_test(trace.run, self.trace_prefix, prefix, p.rel_tol)
-        rv = self.range_verdict
-        run = (
-            run_reading(rv, self.testable, trace.run, prefix)
-            if rv is not None
-            else headline.ClaimReading(CLAIM_ID, "this run", "untested", "-", self.missing)
-        )
+        run = run_reading(self.range_verdict, self.testable, trace.run, prefix, self.missing)
         bound_how = (
             f"{p.prefill_gpus} x {gpu.id} behind {prefix:,} cached tokens, "
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
@@ -337,7 +334,7 @@ class Analysis:
         kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
         kw |= dict(bound_how=bound_how, attainable=attainable)
         physics = gain_physics(low, high, self.removable, how, **kw)
-        self.readings = [physics, evidence.reading(CLAIM_ID, registry=reg), run]
+        self.readings = common.readings(reg, (physics, run))
 
     def batched_tokens(self, which: str) -> int | str:
         """``--max-num-batched-tokens`` in :meth:`serve_args`, else ``vLLM's default``."""

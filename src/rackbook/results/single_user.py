@@ -21,7 +21,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Claim, Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 
 RESULT = "single-user"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.single_user``).
@@ -44,6 +44,12 @@ ACCEPTANCE_KEY = "spec_decode_acceptance_length"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 GAP_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0)
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_tok_s floor_gpus moe_layers rack_tok_s rack_gpus acc_floor=acceptance "
+    "claim_gpus=claim.scope.gpu_count tok_s=stats.tokens_per_s su_per_gpu=per_gpu_single_user "
+    "acceptance_source=stats.acceptance_source rack_per_gpu=per_gpu_rack"
+)
 
 STREAM_FORMULA = r"\text{tok/s} = \frac{\sum_i (n_i - 1)}{\sum_i (\text{e2el}_i - \text{ttft}_i)}"
 FLOOR_FORMULA = (
@@ -206,17 +212,12 @@ def claim_vs_floor(
     """The claim's time per token (ms) against the batch-1 floor step, without and with
     speculation (``acceptance_length``); ceiling_tok_s = acceptance / floor step."""
     claim_ms = 1000 / claim_tokens_per_s
-    floor = functools.partial(
-        roofline.batch1_decode_ceiling_tokens_per_s,
-        catalogs.as_model(model),
-        hw,
-        n_gpus,
-        context_tokens=context_tokens,
-        kv_dtype=kv_dtype,
-    )
+    kw: dict[str, Any] = dict(context_tokens=context_tokens, kv_dtype=kv_dtype)
+    m = catalogs.as_model(model)
+    floor = functools.partial(roofline.batch1_decode_ceiling_tokens_per_s, m, hw, n_gpus, **kw)
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
-        f, u = floor(acc), floor(acc, routing="uniform")
+        f, u = floor(acceptance_length=acc), floor(acceptance_length=acc, routing="uniform")
         step_ms = 1000 * f.step_s
         row: dict[str, Any] = dict(reading=name, acceptance_length=acc)
         row |= dict(claim_ms_per_token=claim_ms, claim_step_ms=acc * claim_ms)
@@ -233,12 +234,6 @@ def claim_vs_floor(
         )
         rows.append(row | dict(formula=formula))
     return pd.DataFrame(rows)
-
-
-def stream_gpus(trace: Trace, default: int) -> int:
-    """Accelerators behind the stream: the largest ``points.num_gpus``, else ``default``."""
-    known = trace.points["num_gpus"].dropna()
-    return int(known.max()) if len(known) else default
 
 
 def physics_reading(
@@ -279,16 +274,10 @@ def run_reading(
     """This run's reading; testable on the claim's count of B300-class GPUs serving its model."""
     gpus = claim.scope.gpu_count
     testable = verdicts.can_test(run) and n_gpus == gpus
-    return verdicts.run_reading(
-        CLAIM_ID,
-        tok_s,
-        claim_tok_s,
-        rel_tol,
-        testable=testable,
-        what=f"one stream at {tok_s:,.1f} tok/s on {plural(n_gpus, 'accelerator')}",
-        run=run,
-        needs=f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs",
-    )
+    what = f"one stream at {tok_s:,.1f} tok/s on {plural(n_gpus, 'accelerator')}"
+    needs = f"one stream of DeepSeek-V4.1-Flash on {gpus} B300 GPUs"
+    kw: dict[str, Any] = dict(testable=testable, what=what, run=run, needs=needs)
+    return verdicts.run_reading(CLAIM_ID, tok_s, claim_tok_s, rel_tol, **kw)
 
 
 @dataclass(frozen=True)
@@ -333,15 +322,9 @@ class Analysis:
         self.acceptance_from = "parameter" if given else INFERENCEX_ACCEPTANCE_SOURCE
         self.stats = st = stream_stats(trace, p.point_id)
         self.gaps_ms = st.gaps
-        self.floor = floor = claim_vs_floor(
-            claim_tok_s,
-            p.model_id,
-            p.gpu_id,
-            floor_gpus,
-            acc,
-            context_tokens=p.context_tokens,
-            kv_dtype=p.kv_dtype,
-        )
+        on = (p.model_id, p.gpu_id, floor_gpus, acc)
+        kw: dict[str, Any] = dict(context_tokens=p.context_tokens, kv_dtype=p.kv_dtype)
+        self.floor = floor = claim_vs_floor(claim_tok_s, *on, **kw)
         self.rack_tok_s = reg.value(RACK_CLAIM_ID)
         self.rack_gpus = catalogs.system(p.rack_system_id).gpus
         best_acc = float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"])
@@ -349,12 +332,11 @@ class Analysis:
         c = check.check_claim(p.model_id, p.gpu_id, floor_gpus, claim_tok_s, **step)
         attainable = verdicts.attainable(c, f"one stream at {best_acc:g} tokens per step")
         acc_from = "" if given else "InferenceX's measured acceptance length"
-        n_gpus = stream_gpus(trace, p.gpus)
-        self.readings = [
-            physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable),
-            evidence.reading(CLAIM_ID, registry=reg),
-            run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run),
-        ]
+        known = trace.points["num_gpus"].dropna()  # the stream's GPUs, else the parameter's
+        n_gpus = int(known.max()) if len(known) else p.gpus
+        phys = physics_reading(floor, claim_tok_s, floor_gpus, p.gpu_id, acc_from, attainable)
+        run = run_reading(st.tokens_per_s, n_gpus, claim, claim_tok_s, p.rel_tol, trace.run)
+        self.readings = common.readings(reg, (phys, run))
 
     def reading(self, name: str) -> pd.Series:
         """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""
@@ -373,12 +355,7 @@ class Analysis:
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         st, f0, f1 = self.stats, self.reading("no speculation"), self.reading("speculation")
-        return {
-            "claim_tok_s": self.claim_tok_s,
-            "claim_gpus": self.claim.scope.gpu_count,
-            "floor_gpus": self.floor_gpus,
-            "acc_floor": self.acceptance,
-            "tok_s": st.tokens_per_s,
+        return common.glue(self, GLUE) | {
             "ms_per_token": 1000 / st.tokens_per_s,
             "p50": verdicts.text(st.gaps_ms[50.0], ".3g"),
             "p90": verdicts.text(st.gaps_ms[90.0], ".3g"),
@@ -387,7 +364,6 @@ class Analysis:
             "gap_max_ms": float(self.gaps_ms.max()) if self.gaps_ms.size else float("nan"),
             "per_chunk": verdicts.text(st.tokens_per_chunk, ".2f"),
             "acceptance": verdicts.text(st.acceptance_length, ".2f"),
-            "acceptance_source": st.acceptance_source,
             "n_requests": len(st.per_request),
             "claim_ms": f0["claim_ms_per_token"],
             "floor_ms": f0["floor_step_ms"],
@@ -402,17 +378,12 @@ class Analysis:
             "uniform_s_tok_s": float(f1["uniform_tok_s"]),
             "draft_mb": float(f1["draft_mb"]),
             "floor_s_ms": float(f1["floor_step_ms"]),
-            "moe_layers": self.moe_layers,
             **{
                 f"budget_{k}_us": results_bounds.collective_budget_us(
                     f["claim_step_ms"] / 1e3, f["floor_step_ms"] / 1e3, self.moe_layers
                 )
                 for k, f in (("1", f0), ("s", f1))
             },
-            "su_per_gpu": self.per_gpu_single_user,
-            "rack_tok_s": self.rack_tok_s,
-            "rack_gpus": self.rack_gpus,
-            "rack_per_gpu": self.per_gpu_rack,
         }
 
     @property

@@ -1,6 +1,6 @@
 """Decode latency against context length (TPOT = a + b x context, the delta between two
 lengths) and the KV-bandwidth model of its growth (sparse attention's index scan and top-k rows
-against dense reads). Modules: ``measure``, ``readings``, ``chapter``."""
+against dense reads). Modules: ``measure``, ``chapter``."""
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations

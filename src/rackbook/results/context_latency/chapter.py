@@ -1,4 +1,5 @@
-"""The context-latency chapter: parameters, analysis, outcome and the values its prose quotes."""
+"""The context-latency chapter: the readings of the KV bytes per token and the decode delta (ms
+and %) against the KV-read model, the analysis, its outcome and the values its prose quotes."""
 
 from __future__ import annotations
 
@@ -12,30 +13,236 @@ import pandas as pd
 
 from rackbook.core import units
 from rackbook.core.traces import Trace
+from rackbook.core.units import ratio_text
+from rackbook.errors import InputError
 from rackbook.inputs import catalogs
+from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
-from rackbook.physics import results_bounds, roofline
+from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.context_latency import measure
-from rackbook.results.context_latency.readings import (
-    DELTA_ID,
-    DELTA_PCT_ID,
-    KV_BYTES_ID,
-    ImpliedLatency,
-    claimed_span,
-    delta_run_reading,
-    evidence_kind,
-    growth_attainable,
-    growth_physics,
-    implied_latency_physics,
-    kv_bytes_physics,
-    kv_bytes_run_reading,
-)
+
+KV_BYTES_ID = "context-latency.kv-bytes"
+DELTA_ID = "context-latency.delta"
+DELTA_PCT_ID = "context-latency.delta-pct"
+
+
+def evidence_kind(trace_kind: str) -> str:
+    """Headline kind of a number read from a trace (``recorded`` -> ``measured``)."""
+    return {"recorded": "measured"}.get(trace_kind, trace_kind)
+
+
+def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
+    """Possible when the catalog layout gives the claimed bytes per token exactly."""
+    got = kvb.bytes_per_token
+    exact = got == round(claim)
+    rows = f"{float(kvb.rows_per_token):g} rows x {float(kvb.row_bytes):g} B"
+    derived: dict[str, Any] = dict(value=got, unit="B/token")
+    derived["from"] = f"the model card's dimensions and {kvb.kv_dtype.upper()} formats"
+    derived |= dict(exact=exact, how=rows)
+    how = (
+        f": {rows}" if exact else f", not {claim:g}: a different layout or storage format is meant"
+    )
+    why = f"the catalog's dimensions and {kvb.kv_dtype} formats give {got} B/token{how}"
+    v, margin = "possible" if exact else "impossible", f"{got} B/token derived"
+    return headline.ClaimReading(KV_BYTES_ID, "physics", v, margin, why, derived=derived)
+
+
+#: run.json ``metrics`` (or ``parameters``) key of the KV bytes per token vLLM reported.
+KV_BYTES_KEY = "kv_cache_bytes_per_token"
+
+
+def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
+    for where in ("metrics", "parameters"):
+        d = run.get(where)
+        if isinstance(d, dict) and isinstance(d.get(KV_BYTES_KEY), (int, float)):
+            return float(d[KV_BYTES_KEY])
+    return None
+
+
+def kv_bytes_run_reading(
+    run: dict[str, Any], testable: bool, claim: float, rel_tol: float
+) -> headline.ClaimReading:
+    """This run's reading of the bytes per token reported (within ``rel_tol``, a fraction)."""
+    got = kv_bytes_in_run(run)
+    if testable and got is None:
+        why = "the trace does not report the engine's KV bytes per token (run.json metrics."
+        why += f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)"
+        return headline.ClaimReading(KV_BYTES_ID, "this run", "untested", "-", why)
+    what = f"{got:,.0f} B/token reported" if got is not None else "a latency trace"
+    needs = "vLLM's KV bytes per token of DeepSeek-V4.1-Flash on B300/GB300"
+    kw: dict[str, Any] = dict(testable=testable, what=what, run=run, needs=needs)
+    return verdicts.run_reading(KV_BYTES_ID, got, claim, rel_tol, **kw)
+
+
+@dataclass(frozen=True)
+class GrowthReading:
+    """The claimed delta (ms) against a step's extra context reads, and the physics reading."""
+
+    growth: roofline.ContextGrowth
+    claim_ms: float
+    per_sequence_ms: float
+    sequences_to_explain: float
+    reading: headline.ClaimReading
+    compute_ms: float = 0.0
+
+    @property
+    def share(self) -> float:
+        return self.growth.sparse_ms / self.claim_ms
+
+
+def growth_attainable(
+    model: ModelSpec, hw: GpuSpec, gpus: int, lo: int, hi: int, claim_ms: float, batch: int = 1
+) -> dict[str, Any]:
+    """What measured kernels add to a step from ``lo`` to ``hi`` tokens (s), and claim / it."""
+    from rackbook.physics import attainable
+    from rackbook.physics.check import Workload
+
+    steps = []
+    for ctx in (lo, hi):
+        work = Workload(concurrency=batch, decode_context=ctx)
+        a = attainable.estimate(model, hw, gpus, work, claimed=1.0, phase="decode")
+        steps.append(sum(a.estimates["decode"].parts.values()))
+    added = steps[1] - steps[0]
+    ratio = 1e-3 * claim_ms / added if added > 0 else None
+    text = (
+        f"measured kernels step {units.plural(batch, 'sequence')} on {gpus} {hw.label} in "
+        f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
+        + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
+        + f" ({a.deployment}; {a.calibration})"
+    )
+    brief = f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else ""
+    out: dict[str, Any] = {"tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None}
+    out["ratio"] = ratio
+    out |= dict(deployment=a.deployment, deployment_name=a.deployment_name)
+    out |= dict(calibration=a.calibration, binding=a.binding, text=text, added_s=added)
+    return out | dict(step_lo_s=steps[0], brief=brief)
+
+
+def growth_physics(
+    growth: roofline.ContextGrowth,
+    claim_ms: float,
+    compute_ms: float = 0.0,
+    attainable: dict[str, Any] | None = None,
+) -> GrowthReading:
+    """Physics of "+``claim_ms`` from lo to hi": the sparse reads' extra bytes / HBM bandwidth
+    are a floor (impossible above the claim)."""
+    floor = growth.sparse_ms
+    per_seq = floor / growth.batch
+    n_seq = claim_ms / per_seq if per_seq > 0 else math.inf
+    ratio = floor / claim_ms
+    v = check.physics_verdict(ratio)
+    span = f"{growth.lo:,} -> {growth.hi:,} tokens"
+    if v == "possible":
+        both = floor + compute_ms
+        clauses = [
+            f"sparse reads add at least {1000 * floor:.3g} µs ({100 * ratio:.2g} % of "
+            f"{claim_ms:g} ms, {units.plural(growth.batch, 'sequence')}) and the longer index "
+            f"scan's compute at least {1000 * compute_ms:.3g} µs more: {1000 * both:.3g} µs of "
+            f"the {1000 * claim_ms:.0f} µs even with none of it overlapped",
+            f"reading every row would add {1000 * growth.dense_ms:,.0f} µs. The rest is not this "
+            f"sequence's indexer at peak: about {claim_ms / both:.0f} to {n_seq:.1f} sequences "
+            "per GPU growing together, kernels well below peak, or work the bounds leave out",
+        ]
+    else:
+        clauses = [
+            f"the extra index-key scan of {units.plural(growth.batch, 'sequence')} over {span} "
+            f"alone takes {1000 * floor:,.0f} µs, {ratio_text(ratio)} the claimed {claim_ms:g} ms"
+        ]
+    margin = f"floor {100 * ratio:.2g} % of it"
+    r = common.reading(DELTA_ID, "physics", v, margin, clauses, attainable=attainable)
+    return GrowthReading(growth, claim_ms, per_seq, n_seq, r, compute_ms)
+
+
+@dataclass(frozen=True)
+class ImpliedLatency:
+    """The latency (ms) at the shorter context the figures imply (100 x delta / percent), its
+    range over their rounding, the least step time there (ms) and the physics ``reading``."""
+
+    central_ms: float
+    low_ms: float
+    high_ms: float
+    step_floor_ms: float
+    reading: headline.ClaimReading
+
+
+def implied_latency_physics(
+    claim_ms: float,
+    tol_ms: float,
+    claim_pct: float,
+    tol_pct: float,
+    model: ModelSpec,
+    hw: GpuSpec,
+    gpus: int,
+    lo: int,
+    kv_dtype: str,
+) -> ImpliedLatency:
+    """The implied latency at ``lo``: impossible when even the longest is below one sequence's
+    memory floor on ``gpus`` GPUs."""
+    central = 100 * claim_ms / claim_pct
+    low = 100 * (claim_ms - tol_ms) / (claim_pct + tol_pct)
+    high = 100 * (claim_ms + tol_ms) / (claim_pct - tol_pct)
+    ceil = check.memory_ceiling(model, hw, gpus, 1, context=lo, kv_dtype=kv_dtype)
+    step_ms = 1000 / (ceil.tok_s_per_gpu * gpus)
+    ratio = step_ms / high
+    v = check.physics_verdict(ratio)
+    clauses = [
+        f"the two figures imply {low:.3g} to {high:.3g} ms per step at {lo:,} tokens",
+        f"one sequence on {units.plural(gpus, hw.id.upper())} cannot step faster than "
+        f"{step_ms:.3g} ms",
+    ]
+    r = common.reading(DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", clauses)
+    return ImpliedLatency(central, low, high, step_ms, r)
+
+
+def delta_run_reading(
+    d: measure.Delta,
+    testable: bool,
+    run: dict[str, Any],
+    fit: measure.LinearFit | None,
+    *,
+    claim: float,
+    tolerance: float,
+    claim_id: str,
+    percent: bool = False,
+) -> headline.ClaimReading:
+    """This run's reading of the delta (ms, or %): within ``tolerance`` at both claimed lengths."""
+    value = d.delta_pct if percent else d.delta_ms
+    unit = "%" if percent else "ms"
+    what = f"{value:+.3g} {unit} from {d.lo:,} to {d.hi:,} tokens"
+    if d.pair == "single context":
+        what = f"one context length ({d.lo:,} tokens): no delta; record at least two"
+    if fit is not None and math.isfinite(fit.slope_ci_per_1k[0]) and not fit.resolved:
+        what += ", a slope not resolved from zero"
+    needs = "DeepSeek-V4.1-Flash on B300/GB300 at 128k and 855k tokens of context"
+    if not testable:
+        return verdicts.untested(claim_id, run, what, needs)
+    if d.pair != "requested":
+        return headline.ClaimReading(
+            claim_id, "this run", "untested", "-", f"{what} ({d.pair}): lacks the claimed lengths"
+        )
+    why = f"{what}, claim {claim:+g} {unit} (tolerance {tolerance:g})"
+    return verdicts.within(claim_id, value, claim, tolerance, f"{value - claim:+.3g} {unit}", why)
+
+
+def claimed_span(registry: Registry) -> tuple[int, int]:
+    """The pair of context lengths (tokens) of the published delta (its scope)."""
+    span = registry.get(DELTA_ID).scope.context_tokens
+    if span is None:
+        raise InputError(registry.path, f"claims[{DELTA_ID}].scope.context_tokens", "not stated")
+    return span.low, span.high
+
 
 RESULT = "context-latency"
 #: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.context_latency``).
 FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_implied")
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "hardware slope_sentence kv_dtype=params.kv_dtype implied_ms=implied.central_ms "
+    "implied_low_ms=implied.low_ms implied_high_ms=implied.high_ms "
+    "step_floor_ms=implied.step_floor_ms"
+)
 
 
 @dataclass(frozen=True)
@@ -120,17 +327,10 @@ class Analysis:
             for c, kw in claims.items()
         )
         kv_claim = reg.value(KV_BYTES_ID)
-        return [
-            kv_bytes_physics(self.kv_bytes[p.kv_dtype], kv_claim),
-            evidence.reading(KV_BYTES_ID, registry=reg),
-            kv_bytes_run_reading(self.trace.run, testable, kv_claim, p.kv_rel_tol),
-            growth.reading,
-            evidence.reading(DELTA_ID, registry=reg),
-            run_ms,
-            implied.reading,
-            evidence.reading(DELTA_PCT_ID, registry=reg),
-            run_pct,
-        ]
+        kv = kv_bytes_physics(self.kv_bytes[p.kv_dtype], kv_claim)
+        kv_run = kv_bytes_run_reading(self.trace.run, testable, kv_claim, p.kv_rel_tol)
+        pairs = ((kv, kv_run), (growth.reading, run_ms), (implied.reading, run_pct))
+        return common.readings(reg, *pairs)
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -177,7 +377,7 @@ class Analysis:
         b = kvb[self.params.kv_dtype]
         g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
-        return {
+        return common.glue(self, GLUE) | {
             "claim_kv": int(self.claim_kv.value or 0),
             "claim_delta_ms": float(self.claim_delta.value or 0),
             "claim_pct": float(self.claim_pct.value or 0),
@@ -187,9 +387,7 @@ class Analysis:
             "owning_layers": ", ".join(map(str, m.kv_cache.owning_layers or [])),
             "n_layers": int(m.architecture.num_layers or 0),
             "backbone_b": (m.params.backbone or 0) / 1e9,
-            "hardware": self.hardware,
             "kv_bytes": int(b.bytes_per_token),
-            "kv_dtype": self.params.kv_dtype,
             "rows_per_token": float(b.rows_per_token),
             "kv_row": float(b.kv_row_bytes),
             "idx_row": float(b.indexer_row_bytes),
@@ -225,15 +423,10 @@ class Analysis:
             "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
             "batch": int(self.params.batch),
-            "implied_ms": im.central_ms,
-            "implied_low_ms": im.low_ms,
-            "implied_high_ms": im.high_ms,
-            "step_floor_ms": im.step_floor_ms,
             "implied_x_floor": im.low_ms / im.step_floor_ms,
             "scan_b": float(self.reads_lo.scan_bytes_per_token),
             "dense_b": float(self.reads_lo.dense_bytes_per_token),
             "topk": int(m.attention.index_topk if m.attention else 0),
-            "slope_sentence": self.slope_sentence,
             "batch_text": units.plural(self.params.batch, "sequence"),
             "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
         }
@@ -300,6 +493,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     num, gpu = verdicts.number, p.gpu_id.upper()
     tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
     kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "
+    kv += "storage format"
     grows = (
         f"extra context reads per decode step of {units.plural(p.batch, 'sequence')} growing "
         f"{a.lo:,} -> {a.hi:,} tokens with sparse attention, at {p.n_gpus} x {gpu} HBM bandwidth"
@@ -325,13 +519,7 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     ]
     reads = "an upper reading of the reads, not what sparse attention does"
     bounds = [
-        (
-            phys[KV_BYTES_ID],
-            "kv_bytes_per_token",
-            int(a.kv_bytes_per_token),
-            "B/token",
-            f"{kv}storage format",
-        ),
+        (phys[KV_BYTES_ID], "kv_bytes_per_token", int(a.kv_bytes_per_token), "B/token", kv),
         (phys[DELTA_ID], "context_growth_sparse", round(1000 * g.growth.sparse_ms, 3), "µs", grows),
         (reads, "context_growth_dense", round(1000 * g.growth.dense_ms, 1), "µs", dense),
         (phys[DELTA_PCT_ID], "implied_latency_at_lo", round(im.central_ms, 3), "ms", implied),
@@ -340,26 +528,13 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     slope_row = (no_slope, "decode_slope", num(f.slope_per_1k, 5), "ms per 1k tokens", slope)
     at_hi = int(a.at.loc[a.hi, "sequences_per_gpu"])
     others = "the claim is for the FP4 cache; other dtypes for scale"
-    capacity = [
-        (
-            "the write-up gives no capacity figure",
-            "sequences_per_gpu_at_hi",
-            at_hi,
-            "sequences",
-            fits,
-        ),
-        *(
-            (
-                others,
-                f"kv_bytes_per_token_{dt}",
-                int(b.bytes_per_token),
-                "B/token",
-                f"global KV bytes per token with the same layout stored at {dt}",
-            )
-            for dt, b in a.kv_bytes.items()
-            if dt != p.kv_dtype
-        ),
-    ]
+    same = "global KV bytes per token with the same layout stored at"
+    no_capacity = "the write-up gives no capacity figure"
+    capacity = [(no_capacity, "sequences_per_gpu_at_hi", at_hi, "sequences", fits)]
+    for dt, b in a.kv_bytes.items():
+        if dt != p.kv_dtype:
+            kv_dt = int(b.bytes_per_token)
+            capacity.append((others, f"kv_bytes_per_token_{dt}", kv_dt, "B/token", f"{same} {dt}"))
     return [
         *common.headlines(deltas, **measured),
         *common.headlines(bounds),

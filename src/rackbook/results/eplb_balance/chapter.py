@@ -51,13 +51,9 @@ def balancedness_physics(
     ranks += "chapter's ep_size)"
     if fewest is not None and claimed <= 1:
         ranks += f"; the figure clears the floor of any EP size of at least {fewest} ranks"
-    return common.reading(
-        claim_id,
-        "physics",
-        "possible" if ok else "impossible",
-        f"{claimed:g} {'in' if ok else 'outside'} [1/{ep_size}, 1]",
-        [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note],
-    )
+    v, where = ("possible", "in") if ok else ("impossible", "outside")
+    clauses = [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note]
+    return common.reading(claim_id, "physics", v, f"{claimed:g} {where} [1/{ep_size}, 1]", clauses)
 
 
 def recovered_physics(
@@ -81,9 +77,8 @@ def recovered_physics(
         f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
         why,
     ]
-    return common.reading(
-        RECOVERED, "physics", v, f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}", clauses
-    )
+    margin = f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}"
+    return common.reading(RECOVERED, "physics", v, margin, clauses)
 
 
 def run_reading(
@@ -109,6 +104,12 @@ def run_reading(
 
 #: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
 SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_before=before claim_after=after claim_recovered=recovered trace_kind=trace.kind "
+    "top_k=shape.top_k batch_per_rank floor ep=params.ep_size redundant=params.redundant "
+    "fit_windows=params.fit_windows floor_needed skew"
+)
 LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
 
 
@@ -150,15 +151,9 @@ class Analysis:
         self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
         s = self.summary
         placements = measure.fit(loads, p.fit_windows, *layout)
-        self.floor = measure.uniform_floor(
-            loads.shape[1],
-            int(loads[0, 0].sum()),
-            p.ep_size,
-            windows=max(loads.shape[0] - p.fit_windows, 1),
-        )
-        self.ranks = measure.layer_rank_loads(
-            loads, placements, window=p.fit_windows, layer=p.show_layer
-        )
+        n, scored = int(loads[0, 0].sum()), max(loads.shape[0] - p.fit_windows, 1)
+        self.floor = measure.uniform_floor(loads.shape[1], n, p.ep_size, windows=scored)
+        self.ranks = measure.layer_rank_loads(loads, placements, p.fit_windows, p.show_layer)
         model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
         claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})
@@ -171,9 +166,8 @@ class Analysis:
 
     @property
     def testable(self) -> bool:
-        return self.trace.kind != "synthetic" and verdicts.can_test(
-            self.trace.run, verdicts.BLACKWELL
-        )
+        tr = self.trace
+        return tr.kind != "synthetic" and verdicts.can_test(tr.run, verdicts.BLACKWELL)
 
     def describe(self) -> str:
         """What the trace holds, how the synthetic one was made, and what vLLM logged."""
@@ -202,32 +196,20 @@ class Analysis:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         s, loads = self.summary, self.loads
         by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
-        return {
-            "claim_before": self.before,
-            "claim_after": self.after,
+        return common.glue(self, GLUE) | {
             "claim_after_pct": 100 * self.after,
-            "claim_recovered": self.recovered,
-            "trace_kind": self.trace.kind,
             "n_windows": loads.shape[0],
             "n_layers": loads.shape[1],
             "n_experts": loads.shape[2],
-            "top_k": self.shape.top_k,
-            "batch_per_rank": self.batch_per_rank,
             "tokens_per_step": int(loads[0, 0].sum()),
             **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
-            "floor": self.floor,
-            "ep": self.params.ep_size,
-            "redundant": self.params.redundant,
             "n_physical": loads.shape[2] + self.params.redundant,
-            "fit_windows": self.params.fit_windows,
             "n_scored": s["scored"],
             "pct_gap": self.model_pct["gap closed"],
             "pct_ratio": self.model_pct["ratio to uniform"],
             "pct_floor": self.model_pct["ratio to uniform, same sampling"],
             "claim_gap": self.claim_pct["gap closed"],
             "claim_ratio": self.claim_pct["ratio to uniform"],
-            "floor_needed": self.floor_needed,
-            "skew": self.skew,
             "eplb_small_batch": float(by_batch["eplb"].iloc[0]),
             "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
             "small_batch": int(by_batch.index[0]),
@@ -299,9 +281,7 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
     s, kind = a.summary, a.kind
-    where: dict[str, Any] = dict(
-        kind=kind, hardware=a.hardware if kind == "measured" else None, trace_ids=[a.trace.trace_id]
-    )
+    where = common.where(a, kind) | dict(hardware=a.hardware if kind == "measured" else None)
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
     fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"
@@ -322,16 +302,11 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
             ("eplb", f"{legacy} after EPLB"),
         )
     ]
-    floor = common.modelled(
-        RECOVERED,
-        "uniform_floor_needed",
-        round(a.floor_needed, 4),
-        "1",
-        "per-step balancedness uniform routing must score for the claim's after "
-        "/ that to equal its recovered share",
-        headline.by_claim(a.readings, "physics")[RECOVERED].verdict,
-        "arithmetic on the two published figures",
-    )
+    needed = "per-step balancedness uniform routing must score for the claim's after / that to "
+    needed += "equal its recovered share"
+    v = headline.by_claim(a.readings, "physics")[RECOVERED].verdict
+    row = (RECOVERED, "uniform_floor_needed", round(a.floor_needed, 4), "1", needed, v)
+    floor = common.modelled(*row, "arithmetic on the two published figures")
     return [*common.headlines(measured, **where), floor, *common.headlines(legacies, **where)]
 
 

@@ -69,7 +69,6 @@ class Placements:
     static: np.ndarray
     eplb: np.ndarray
     ep_size: int
-    redundant: int
 
 
 def fit(
@@ -85,9 +84,7 @@ def fit(
     num_logical = fit_loads.shape[1]
     num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
     phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
-    return Placements(
-        eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size, redundant
-    )
+    return Placements(eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size)
 
 
 def score(

@@ -1,26 +1,24 @@
 """Rack scaling: which tokens a throughput counts, per-GPU figures, scaling efficiency, and the
 readings of the published figures (``rack-scaling.throughput``, ``.speedup``, ``.cost``).
-Modules: ``measure``, ``readings``, ``chapter``."""
+Modules: ``measure``, ``chapter``."""
 
 # ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
 from rackbook.results.rack_scaling.chapter import (
+    ASSUMED_ISL,
+    ASSUMED_OSL,
+    CEILING_FORMULA,
     FIGURES,
+    READING_LABELS,
     RESULT,
+    REVENUE_FORMULA,
     Analysis,
     Params,
     analyse,
     outcome,
 )
 from rackbook.results.rack_scaling.measure import SPEEDUP_FORMULA, TOKENS_FORMULA, token_accounting
-from rackbook.results.rack_scaling.readings import (
-    ASSUMED_ISL,
-    ASSUMED_OSL,
-    CEILING_FORMULA,
-    READING_LABELS,
-    REVENUE_FORMULA,
-)
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {
