@@ -1,6 +1,8 @@
 """``rackbook run`` and ``list``: each result's notebook executed by papermill in a child
 process into ``DIR/RESULT.ipynb`` and ``DIR/RESULT.json`` (default ``_build/executed``), several
-at a time, cached in trace mode (``DIR/.RESULT.key``)."""
+at a time, cached in trace mode (``DIR/.RESULT.key``).
+One idea: a result's notebook run, from its cache key through the child process to the
+headline; the pool and the cache serve only this path."""
 
 from __future__ import annotations
 

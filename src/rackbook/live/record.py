@@ -1,6 +1,8 @@
 """``rackbook record SCENARIO`` in .venv-live: ``vllm serve`` per phase on 127.0.0.1 (or --endpoint
 URLs), raw artifacts kept in ``OUT.raw/``, converted by the vllm-bench importer into the trace
-``OUT``. A point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid."""
+``OUT``. A point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid.
+One idea: one recording, from its plan through the servers and record.json to its trace,
+read in one place so that a resumed run decides as the first did."""
 
 from __future__ import annotations
 

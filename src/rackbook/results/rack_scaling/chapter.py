@@ -1,5 +1,7 @@
 """The rack-scaling chapter: the throughput, speedup and dollar figures read against ceilings,
-cached shares, cost and token revenue; the analysis, its outcome and the values its prose quotes."""
+cached shares, cost and token revenue; the analysis, its outcome and the values its prose quotes.
+One idea: the rack-scaling chapter's readings and outcome; every figure's reading feeds the
+outcome and the prose quotes both, so they change together."""
 
 from __future__ import annotations
 
