@@ -54,9 +54,13 @@ def order_stats(v: np.ndarray, percentiles: Sequence[float]) -> tuple[float, lis
         plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
     got, base = {}, 0
     for k in sorted({(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}):
-        rest = v[base:]  # every value before ``base`` is at most v[base]
-        rest.partition(k - base)  # one rank: numpy's vectorised selection
-        got[k], base = rest[k - base], k
+        rest = v[base:]  # the values of rank ``base`` and above
+        if k > base:
+            rest.partition(k - base)  # one rank: numpy's vectorised selection
+        else:  # the next rank: the smallest left, moved to the front
+            i = int(rest.argmin())
+            rest[0], rest[i] = rest[i], rest[0]
+        got[k], base = rest[k - base], k + 1
     median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
     pct = [_lerp(got[lo], got[hi], t) for lo, hi, t in plans]
     return float(median), pct

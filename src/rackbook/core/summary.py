@@ -153,28 +153,26 @@ def _hist_stats(row: tuple[Any, ...], percentiles: tuple[float, ...]) -> dict[st
 
 
 def _gap_stats(
-    row_code: np.ndarray,
+    req: _Requests,
     gaps: Iterable[tuple[np.ndarray, np.ndarray]],
     n_gaps: int,
     npoints: int,
     percentiles: tuple[float, ...],
 ) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows; ``row_code``: each
-    request's point index, -1 failed. Exact up to :data:`EXACT_ITL_MAX` gaps."""
+    """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows of requests ``req``
+    (its room reused); exact up to :data:`EXACT_ITL_MAX` gaps."""
     hist = GapHistogram(npoints + 1) if n_gaps > EXACT_ITL_MAX else None
-    values, codes, k = np.empty(0 if hist else n_gaps), np.empty(0, row_code.dtype), 0
-    if hist is None:
-        codes = np.empty(n_gaps, row_code.dtype)
+    values, codes, k = req.block, req.code_block, 0
     for rows, v in gaps:
-        code = row_code[rows]
+        code = req.row_code[rows]
         keep = code >= 0
+        if not keep.all():
+            code, v = code[keep], v[keep]
         if hist is not None:
-            hist.add(code[keep], v[keep])
+            hist.add(code, v)
             continue
-        m = k + int(np.count_nonzero(keep))
-        np.compress(keep, v, out=values[k:m])
-        np.compress(keep, code, out=codes[k:m])
-        k = m
+        values[k : k + v.size], codes[k : k + v.size] = v, code
+        k += v.size
     if hist is not None:
         return hist.stats(percentiles, npoints)
     return grouped_stats("itl", values[:k], codes[:k], npoints, percentiles)
@@ -197,11 +195,15 @@ class _Requests:
     """Request chunks (``codes``: each row's point index) as per-point counts and token sums, the
     successful rows' TTFT, E2EL and TPOT (s) with their points, and each row's point (-1 failed)."""
 
-    def __init__(self, n: int, npoints: int) -> None:
+    def __init__(self, n: int, npoints: int, gaps: int) -> None:
+        """``gaps``: room for that many gaps (s) too, taken once the request metrics are done."""
         self.P, dtype = npoints, np.min_scalar_type(-(npoints + 1))
         self.counts = np.zeros((4, npoints + 1), np.int64)  # completed, failed, tokens in, out
-        self.values = {m: np.empty(n) for m in ("ttft", "e2el", "tpot")}
-        self.codes = {m: np.empty(n, dtype) for m in ("ttft", "tpot")}
+        self.block, self.code_block = np.empty(max(3 * n, gaps)), np.empty(max(2 * n, gaps), dtype)
+        self.values = {
+            m: self.block[i * n : i * n + n] for i, m in enumerate(("ttft", "e2el", "tpot"))
+        }
+        self.codes = {m: self.code_block[i * n : i * n + n] for i, m in enumerate(("ttft", "tpot"))}
         self.size = {"ttft": 0, "tpot": 0}
         self.row_code = np.empty(n, dtype)
 
@@ -214,16 +216,19 @@ class _Requests:
     def add(self, off: int, c: dict[str, np.ndarray]) -> None:
         """Rows ``off`` onwards."""
         ok, codes = c["success"], c["codes"]
-        oc, P = codes[ok], self.P + 1
+        every, P = bool(ok.all()), self.P + 1
+        sel = {k: v if every else v[ok] for k, v in c.items() if k != "success"}
+        oc, t, e, o = sel["codes"], sel["ttft_s"], sel["e2el_s"], sel["output_tokens"]
         self.counts[0] += np.bincount(oc, minlength=P)
         self.counts[1] += np.bincount(codes[~ok], minlength=P)
-        for row, column in ((2, "prompt_tokens"), (3, "output_tokens")):
-            np.add.at(self.counts[row], oc, c[column][ok])
-        t, e, o = c["ttft_s"][ok], c["e2el_s"][ok], c["output_tokens"][ok]
+        np.add.at(self.counts[2], oc, sel["prompt_tokens"])
+        np.add.at(self.counts[3], oc, o)
         self.values["e2el"][self.size["ttft"] : self.size["ttft"] + e.size] = e
         self._put("ttft", oc, t)
         m = o > 1
-        self._put("tpot", oc[m], (e[m] - t[m]) / (o[m] - 1))  # as vLLM
+        if not m.all():
+            oc, t, e, o = oc[m], t[m], e[m], o[m]
+        self._put("tpot", oc, (e - t) / (o - 1))  # as vLLM
         self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
 
     def stats(self, percentiles: tuple[float, ...]) -> dict[str, Any]:
@@ -233,14 +238,13 @@ class _Requests:
         out = {}
         for m, (n, c) in pairs.items():
             out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, percentiles)
-            self.values[m] = np.empty(0)
         return out
 
 
-def _file_requests(path: Path, pts: pd.DataFrame, n_req: int, chunk_rows: int) -> _Requests:
-    """``path``/requests.parquet, checked a chunk at a time."""
+def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
+    """``path``/requests.parquet, checked a chunk at a time; ``n``: request and gap rows."""
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    acc = _Requests(n_req, len(pts))
+    acc = _Requests(n[0], len(pts), n[1] if n[1] <= EXACT_ITL_MAX else 0)
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
     ) as chunks:  # on error: its thread stops
@@ -269,7 +273,7 @@ def _summarize(
     """The summary of requests ``req`` and gap chunks; ``run``: the trace's id and kind."""
     P, counts = len(points), req.counts
     stats = req.stats(percentiles)
-    stats["itl"] = _gap_stats(req.row_code, gaps, n_gaps, P, percentiles)
+    stats["itl"] = _gap_stats(req, gaps, n_gaps, P, percentiles)
 
     def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
         n = [int(c[sel].sum()) for c in counts]
@@ -297,9 +301,6 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     """Metrics of a whole trace (windows as one, durations summed) and per point; gaps of a trace
     read with ``itl=False`` are streamed from ``path``."""
     r = trace.requests
-    req = _Requests(len(r), len(trace.points))
-    cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
-    req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
     if trace.itl_loaded or trace.path is None:
         gaps: Iterable[tuple[np.ndarray, np.ndarray]] = [
             (trace.itl["request_row"].to_numpy(), trace.itl["itl_s"].to_numpy(dtype=np.float64))
@@ -308,6 +309,9 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     else:
         n_gaps = traces.table_rows(trace.path, "itl")
         gaps = _file_gaps(Path(trace.path), len(r), CHUNK_ROWS)
+    req = _Requests(len(r), len(trace.points), n_gaps if n_gaps <= EXACT_ITL_MAX else 0)
+    cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
+    req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
     run = (trace.trace_id, trace.kind)
     return with_validity(_summarize(trace.points, req, gaps, n_gaps, run, percentiles), trace)
 
@@ -351,7 +355,7 @@ def summarize_path(
         return summarize(traces.read_trace(path), percentiles)
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     traces.check_points(pts, path)
-    req = _file_requests(path, pts, n_req, chunk_rows)
+    req = _file_requests(path, pts, (n_req, n_itl), chunk_rows)
     ids = (str(run.get("trace_id", "")), str(run.get("kind", "")))
     gaps = _file_gaps(path, n_req, chunk_rows)
     res = _summarize(pts, req, gaps, n_itl, ids, percentiles)
