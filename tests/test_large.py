@@ -134,7 +134,6 @@ def test_summaries_agree_with_reference(tmp_path):
     assert total["completed"] > 0 and total["failed"] > 0 and len(t.itl) > 100
     for s in (
         summarize(t).to_dict(),
-        summarize(read_trace(path, itl=False)).to_dict(),  # gaps streamed from itl.parquet
         summarize_path(path).to_dict(),  # small: read whole and validated
         summarize_path(path, stream=True, chunk_rows=7).to_dict(),  # chunks straddle the points
     ):

@@ -101,7 +101,8 @@ def grouped_stats(
     per value, below ``npoints``); ``values_s`` is reordered."""
     v = values_s if values_s.size else np.zeros(1)
     mean, std = mean_std(v)  # in row order
-    if codes.size > 1 and bool((codes[1:] < codes[:-1]).any()):
+    lo, hi, B = codes[:-1], codes[1:], 1 << 20  # compared per block: no large temporary
+    if any((hi[i : i + B] < lo[i : i + B]).any() for i in range(0, lo.size, B)):
         by_point = values_s[np.argsort(codes, kind="stable")]  # row order within a point
     else:
         by_point = values_s

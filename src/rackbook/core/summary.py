@@ -198,6 +198,7 @@ class _Requests:
     def __init__(self, n: int, npoints: int, gaps: int) -> None:
         """``gaps``: room for that many gaps (s) too, taken once the request metrics are done."""
         self.P, dtype = npoints, np.min_scalar_type(-(npoints + 1))
+        gaps = gaps if gaps <= EXACT_ITL_MAX else 0  # past it: a histogram
         self.counts = np.zeros((4, npoints + 1), np.int64)  # completed, failed, tokens in, out
         self.block, self.code_block = np.empty(max(3 * n, gaps)), np.empty(max(2 * n, gaps), dtype)
         self.values = {
@@ -244,7 +245,7 @@ class _Requests:
 def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
     """``path``/requests.parquet, checked a chunk at a time; ``n``: request and gap rows."""
     pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    acc = _Requests(n[0], len(pts), n[1] if n[1] <= EXACT_ITL_MAX else 0)
+    acc = _Requests(n[0], len(pts), n[1])
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
     ) as chunks:  # on error: its thread stops
@@ -298,22 +299,14 @@ def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
-    """Metrics of a whole trace (windows as one, durations summed) and per point; gaps of a trace
-    read with ``itl=False`` are streamed from ``path``."""
-    r = trace.requests
-    if trace.itl_loaded or trace.path is None:
-        gaps: Iterable[tuple[np.ndarray, np.ndarray]] = [
-            (trace.itl["request_row"].to_numpy(), trace.itl["itl_s"].to_numpy(dtype=np.float64))
-        ]
-        n_gaps = len(trace.itl)
-    else:
-        n_gaps = traces.table_rows(trace.path, "itl")
-        gaps = _file_gaps(Path(trace.path), len(r), CHUNK_ROWS)
-    req = _Requests(len(r), len(trace.points), n_gaps if n_gaps <= EXACT_ITL_MAX else 0)
+    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point."""
+    r, gaps = trace.requests, trace.itl
+    req = _Requests(len(r), len(trace.points), len(gaps))
     cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
     req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
+    chunk = (gaps["request_row"].to_numpy(), gaps["itl_s"].to_numpy(dtype=np.float64))
     run = (trace.trace_id, trace.kind)
-    return with_validity(_summarize(trace.points, req, gaps, n_gaps, run, percentiles), trace)
+    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run, percentiles), trace)
 
 
 def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
