@@ -228,7 +228,7 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
             f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
             "it (choose another folder)",
         )
-    why = manifest.mismatch(path, found[1])
+    why = manifest.problem(path, found[1])
     if why is not None:
         raise InputError(
             path,
@@ -240,8 +240,9 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
 
 def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
     """Remove temporaries a killed writer left in ``folder`` (beside ``bases``; all when None)."""
-    wanted = None if bases is None else set(bases)
-    for t in manifest.temporaries(folder):
+    wanted, temps = None if bases is None else set(bases), list[Path]()
+    manifest.problem(folder, temps=temps)
+    for t in temps:
         m = manifest.TEMP_NAME.match(t.name)
         if m is None or (wanted is not None and m["base"] not in wanted):
             continue

@@ -98,15 +98,16 @@ def grouped_stats(
     name: str, values_s: np.ndarray, codes: np.ndarray, npoints: int, percentiles: Sequence[float]
 ) -> tuple[dict[str, float], list[dict[str, float]]]:
     """:func:`latency_stats` of all ``values_s`` (s) and of each point's (``codes``: point index
-    per value, below ``npoints``); ``values_s`` is reordered."""
+    per value, ``npoints`` for none of them); ``values_s`` is reordered."""
     v = values_s if values_s.size else np.zeros(1)
     mean, std = mean_std(v)  # in row order
-    lo, hi, B = codes[:-1], codes[1:], 1 << 20  # compared per block: no large temporary
-    if any((hi[i : i + B] < lo[i : i + B]).any() for i in range(0, lo.size, B)):
-        by_point = values_s[np.argsort(codes, kind="stable")]  # row order within a point
-    else:
-        by_point = values_s
-    ends = np.cumsum(np.bincount(codes, minlength=npoints)).tolist()
+    B, counts, ordered = 1 << 20, np.zeros(npoints + 1, np.int64), True
+    for i in range(0, codes.size, B):  # per block: no temporary the size of ``codes``
+        block = codes[i : i + B + 1]
+        counts += np.bincount(block[:B], minlength=npoints + 1)
+        ordered = ordered and not (block[1:] < block[:-1]).any()
+    by_point = values_s if ordered else values_s[np.argsort(codes, kind="stable")]
+    ends = np.cumsum(counts).tolist()
     per = [
         latency_stats(name, by_point[a:b], percentiles, own=True)
         for a, b in zip([0, *ends], ends[:npoints], strict=False)

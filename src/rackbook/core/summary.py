@@ -41,10 +41,7 @@ HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / math.log(HIST_RATIO)
 #: Request columns a summary reads (beside ``point_id``), as numpy types.
 _REQUEST_COLUMNS = {
     "success": np.bool_,
-    "ttft_s": np.float64,
-    "e2el_s": np.float64,
-    "prompt_tokens": np.int64,
-    "output_tokens": np.int64,
+    **{c: np.int64 if t else np.float64 for c, t in traces.REQUEST_VALUES.items()},
 }
 
 
@@ -208,28 +205,28 @@ class _Requests:
         self.size = {"ttft": 0, "tpot": 0}
         self.row_code = np.empty(n, dtype)
 
-    def _put(self, metric: str, codes: np.ndarray, values: np.ndarray) -> None:
-        k = self.size[metric]
-        self.codes[metric][k : k + codes.size] = codes
-        self.values[metric][k : k + codes.size] = values
-        self.size[metric] = k + codes.size
-
     def add(self, off: int, c: dict[str, np.ndarray]) -> None:
-        """Rows ``off`` onwards."""
-        ok, codes = c["success"], c["codes"]
-        every, P = bool(ok.all()), self.P + 1
-        sel = {k: v if every else v[ok] for k, v in c.items() if k != "success"}
-        oc, t, e, o = sel["codes"], sel["ttft_s"], sel["e2el_s"], sel["output_tokens"]
-        self.counts[0] += np.bincount(oc, minlength=P)
-        self.counts[1] += np.bincount(codes[~ok], minlength=P)
-        np.add.at(self.counts[2], oc, sel["prompt_tokens"])
+        """Rows ``off`` onwards, a column at a time (a chunk's temporaries one at a time)."""
+        ok, codes, P = c["success"], c["codes"].astype(self.row_code.dtype), self.P + 1
+        every = bool(ok.all())
+
+        def pick(column: str) -> np.ndarray:
+            return c[column] if every else c[column][ok]
+
+        oc, o, k = codes if every else codes[ok], pick("output_tokens"), self.size["ttft"]
+        self.counts[:2] += [np.bincount(oc, minlength=P), np.bincount(codes[~ok], minlength=P)]
+        np.add.at(self.counts[2], oc, pick("prompt_tokens"))
         np.add.at(self.counts[3], oc, o)
-        self.values["e2el"][self.size["ttft"] : self.size["ttft"] + e.size] = e
-        self._put("ttft", oc, t)
+        t, e = self.values["ttft"][k : k + oc.size], self.values["e2el"][k : k + oc.size]
+        t[:], e[:], self.codes["ttft"][k : k + oc.size] = pick("ttft_s"), pick("e2el_s"), oc
+        self.size["ttft"] = k + oc.size
         m = o > 1
         if not m.all():
             oc, t, e, o = oc[m], t[m], e[m], o[m]
-        self._put("tpot", oc, (e - t) / (o - 1))  # as vLLM
+        k = self.size["tpot"]
+        self.codes["tpot"][k : k + oc.size] = oc
+        np.divide(e - t, o - 1, out=self.values["tpot"][k : k + oc.size])  # as vLLM
+        self.size["tpot"] = k + oc.size
         self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
 
     def stats(self, percentiles: tuple[float, ...]) -> dict[str, Any]:
