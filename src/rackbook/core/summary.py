@@ -107,8 +107,12 @@ class GapHistogram:
         self.m2 += delta**2 * self.n * frac
         self.mean += delta * frac
         self.n = n
-        np.minimum.at(self.lo, codes, vals)
-        np.maximum.at(self.hi, codes, vals)
+        if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():  # one point
+            c = codes[0]
+            self.lo[c], self.hi[c] = min(self.lo[c], vals.min()), max(self.hi[c], vals.max())
+        else:
+            np.minimum.at(self.lo, codes, vals)
+            np.maximum.at(self.hi, codes, vals)
         with np.errstate(divide="ignore"):
             b = np.log(np.maximum(vals, HIST_LO_S / 2) / HIST_LO_S) / math.log(HIST_RATIO)
         b = np.clip(np.floor(b) + 1, 0, HIST_BINS - 1).astype(np.int64)
