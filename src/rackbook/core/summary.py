@@ -103,8 +103,8 @@ class GapHistogram:
         mb = np.bincount(codes, weights=vals, minlength=P) / np.maximum(nb, 1)
         n = self.n + nb
         frac, delta = nb / np.maximum(n, 1), mb - self.mean
-        self.m2 += np.bincount(codes, weights=(vals - mb[codes]) ** 2, minlength=P)
-        self.m2 += delta**2 * self.n * frac
+        m2b = np.bincount(codes, weights=(vals - mb[codes]) ** 2, minlength=P)
+        self.m2 += m2b + delta**2 * self.n * frac
         self.mean += delta * frac
         self.n = n
         if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():  # one point
