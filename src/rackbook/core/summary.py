@@ -315,20 +315,15 @@ def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
     from rackbook.core import validity
 
     pv = validity.point_validity(trace).set_index("point_id")
-    points = []
-    for p in summary.points:
-        if p.point_id in pv.index:
-            r = pv.loc[p.point_id]
-            p = replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
-        points.append(p)
-    succ = int(pv["successful"].sum()) if len(pv) else 0
-    flagged = int(pv["flagged"].sum()) if len(pv) else 0
-    return replace(
-        summary,
-        points=points,
-        valid_requests=int(pv["valid"].sum()) if len(pv) else 0,
-        flagged_share=flagged / succ if succ else 0.0,
-    )
+
+    def checked(p: PointMetrics) -> PointMetrics:
+        r = pv.loc[p.point_id]
+        return replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
+
+    points = [checked(p) if p.point_id in pv.index else p for p in summary.points]
+    succ, flagged, valid = (int(pv[k].sum()) for k in ("successful", "flagged", "valid"))
+    share = flagged / succ if succ else 0.0
+    return replace(summary, points=points, valid_requests=valid, flagged_share=share)
 
 
 def summarize_path(
