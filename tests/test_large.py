@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import latency_pool, metrics, orderstats, summary
+from rackbook.core import metrics, summary
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.jsonstream import load as load_json
-from rackbook.core.latency_pool import HIST_RATIO
 from rackbook.core.metrics import vllm_metrics
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize, summarize_path
@@ -135,7 +134,6 @@ def test_summaries_agree_with_reference(tmp_path):
     assert total["completed"] > 0 and total["failed"] > 0 and len(t.itl) > 100
     for s in (
         summarize(t).to_dict(),
-        summarize(read_trace(path, itl=False)).to_dict(),  # gaps streamed from itl.parquet
         summarize_path(path).to_dict(),  # small: read whole and validated
         summarize_path(path, stream=True, chunk_rows=7).to_dict(),  # chunks straddle the points
     ):
@@ -150,7 +148,7 @@ def test_itl_histogram_within_stated_bound(tmp_path, monkeypatch):
     exact = summarize_path(path, stream=True, chunk_rows=7).to_dict()
     monkeypatch.setattr(summary, "EXACT_ITL_MAX", 0)
     approx = summarize_path(path, stream=True, chunk_rows=7).to_dict()
-    bound = HIST_RATIO**0.5 - 1  # 0.05 %
+    bound = summary.HIST_RATIO**0.5 - 1  # 0.05 %
     for a, e in zip([approx, *approx["points"]], [exact, *exact["points"]], strict=True):
         for k in e:
             if "itl" in k and k.startswith(("median", "p")):
@@ -164,9 +162,9 @@ def test_itl_histogram_within_stated_bound(tmp_path, monkeypatch):
 def test_histogram_percentile_by_hand():
     # 4 gaps of 10 ms and one of 30 ms: p50 is a 10 ms gap, its bin's centre is within 0.05 %;
     # the largest is clamped to the observed maximum exactly.
-    pool = latency_pool.LatencyPool(1, exact=False)
-    pool.add(np.zeros(5, np.int64), np.array([0.01, 0.01, 0.01, 0.01, 0.03]))
-    total, (pt,) = pool.stats("itl", (100.0,), 1)
+    hist = summary.GapHistogram(1)
+    hist.add(np.zeros(5, np.int64), np.array([0.01, 0.01, 0.01, 0.01, 0.03]))
+    total, (pt,) = hist.stats((100.0,), 1)
     assert total["mean_itl_ms"] == pytest.approx(14.0)
     assert total["std_itl_ms"] == pytest.approx(8.0)  # sqrt(mean of (4,4,4,4,16)^2) ms
     assert total["median_itl_ms"] == pytest.approx(10.0, rel=5e-4)
@@ -275,13 +273,11 @@ def test_flattened_itl_rows(tmp_path):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 101, 1000])
-def test_pool_stats_equal_numpy(n):
+def test_one_window_stats_equal_numpy(n):
     """One window of up to one block: every statistic numpy's, bit for bit."""
     v = np.random.default_rng(n).lognormal(-3, 1, n)
     qs = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
-    pool = latency_pool.LatencyPool(1, capacity=n)
-    pool.add(np.zeros(n, np.int8), v)
-    total, (one,) = pool.stats("x", qs, 1)
+    total, (one,) = metrics.grouped_stats("x", v.copy(), np.zeros(n, np.int8), 1, qs)
     assert total == one == metrics.latency_stats("x", v, qs)  # bit for bit
 
 
@@ -301,11 +297,9 @@ def _interleaved(tmp_path, t):
     return out
 
 
-@pytest.mark.parametrize("block", [1 << 20, 16])  # one block per window; many
-def test_interleaved_points_summarise_as_reference(tmp_path, monkeypatch, block):
-    """Points whose rows alternate (each pool then keeps a point index per value) give the
-    reference's counts, medians and percentiles, streamed or not, in small or large mode."""
-    monkeypatch.setattr(orderstats, "BLOCK", block)
+def test_interleaved_points_summarise_as_reference(tmp_path):
+    """Points whose rows alternate give the reference's counts, medians and percentiles,
+    streamed or not."""
     path = _interleaved(tmp_path, read_trace(_multi_point_trace(tmp_path)))
     t = read_trace(path)
     assert t.requests["point_id"].iloc[:3].nunique() > 1  # really interleaved
@@ -317,37 +311,6 @@ def test_interleaved_points_summarise_as_reference(tmp_path, monkeypatch, block)
             for k in want:
                 if k.startswith(("median_", "p9")):
                     assert got[k] == want[k], k  # exact, bit for bit
-
-
-def test_pool_keeps_points_apart_in_any_order():
-    """The exact pool: values in order of points need no index; the first chunk out of order
-    gives every value one; growth from no room keeps them all."""
-    rng = np.random.default_rng(1)
-    pool = latency_pool.LatencyPool(3, capacity=0)
-    want = [[], [], []]
-    chunks = [[0, 0, 1], [1, 1], [2], [0, 2, 1, 0], [2, 2]]
-    for i, codes in enumerate(chunks):
-        vals = rng.uniform(0.0, 1.0, len(codes))
-        for c, v in zip(codes, vals, strict=True):
-            want[c].append(v)
-        pool.add(np.array(codes, np.int8), vals)
-        assert (pool.codes is None) == (i < 3)  # chunk 3 goes back to point 0
-    assert pool.counts.tolist() == [4, 4, 4]
-    total, per = pool.stats("x", (50.0, 90.0), 3)
-    for got, vals in zip(per, want, strict=True):
-        assert got == metrics.latency_stats("x", np.array(vals), (50.0, 90.0))
-    assert total["median_x_ms"] == float(np.median(np.concatenate(want)) * 1000)
-
-
-@pytest.mark.parametrize("codes", [[0, 0, 1, 1, 1, 3], [1, 0, 3, 1, 0, 1], [2], []])
-def test_sums_per_point_in_and_out_of_order(codes):
-    codes = np.array(codes, np.int8)
-    values = np.arange(1, codes.size + 1, dtype=np.int64) * 10**12  # beyond float32
-    g = latency_pool.point_groups(codes, 4)
-    assert g.ordered == bool(np.all(np.diff(codes) >= 0))
-    want = [int(values[codes == i].sum()) for i in range(4)]
-    assert g.counts.tolist() == [int((codes == i).sum()) for i in range(4)]
-    assert latency_pool.sum_by(g, codes, values).tolist() == want
 
 
 def test_read_ahead_keeps_order_and_raises_in_place():

@@ -7,7 +7,14 @@ import pytest
 from conftest import small_result
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
-from rackbook.core.metrics import latency_stats, tpot_s, vllm_metrics
+from rackbook.core.metrics import (
+    grouped_stats,
+    latency_stats,
+    mean_std,
+    order_stats,
+    tpot_s,
+    vllm_metrics,
+)
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import summarize
 from rackbook.core.traces import validate
@@ -170,3 +177,42 @@ def test_translation_reads_only_its_points_gaps(tmp_path):
     assert v[("AIPerf", "inter_chunk_latency")] == pytest.approx(25.0)  # 10, 20, 30, 40 ms
     v = translate(t).set_index(["tool", "name"])["value"]  # the first point by default
     assert v[("AIPerf", "inter_chunk_latency")] == pytest.approx(250.0)
+
+
+PCTS = (0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0)
+
+
+def _values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "lognormal":
+        return rng.lognormal(np.log(0.02), 0.3, n)
+    if kind == "ties":
+        return rng.integers(0, 4, n).astype(float) / 8
+    return np.where(rng.random(n) < 0.5, 0.0, 1e150 * rng.random(n))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 4097])
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "zeros-and-huge"])
+def test_order_stats_are_numpys_bit_for_bit(n, kind):
+    """One rank partitioned at a time gives np.median and np.percentile's numbers exactly."""
+    v = _values(kind, n, np.random.default_rng(n))
+    median, pct = order_stats(v.copy(), PCTS)
+    assert median == np.median(v)
+    assert pct == [float(x) for x in np.percentile(v, PCTS)]
+    assert mean_std(v) == (np.mean(v), np.std(v))
+
+
+@pytest.mark.parametrize("order", ["contiguous", "interleaved"])
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "zeros-and-huge"])
+def test_grouped_stats_are_numpys_per_point(order, kind):
+    """Points in order or interleaved: every statistic is numpy's on the point's values (row
+    order kept for mean and std), bit for bit; an unknown point (index 3) counts in the whole."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    v = _values(kind, n, rng)
+    codes = np.repeat(np.arange(4), n // 4) if order == "contiguous" else np.arange(n) % 4
+    total, per = grouped_stats("ttft", v.copy(), codes.astype(np.int8), 3, PCTS)
+    assert len(per) == 3
+    assert total == latency_stats("ttft", v, PCTS)
+    assert per == [latency_stats("ttft", v[codes == i], PCTS) for i in range(3)]
+    empty = grouped_stats("x", np.zeros(0), np.zeros(0, np.int8), 2, (99.0,))
+    assert empty == (latency_stats("x", np.zeros(0), (99.0,)),) + ([empty[0]] * 2,)

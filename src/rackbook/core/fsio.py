@@ -214,34 +214,23 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
     if not entries:
         return
     found = manifest.read(path)
+    why: str | None
     if found is None:
-        raise InputError(
-            path,
-            field,
-            f"holds {entries[0]!r} and was not written by rackbook (no valid {MARKER} file): "
-            "refusing to replace or write into it (move it away or choose another folder)",
-        )
-    if found[0] != kind:
-        raise InputError(
-            path,
-            field,
-            f"holds a rackbook {found[0]} output, not {kind}: refusing to replace "
-            "it (choose another folder)",
-        )
-    why = manifest.mismatch(path, found[1])
+        why = f"holds {entries[0]!r} and was not written by rackbook (no valid {MARKER} file)"
+    elif found[0] != kind:
+        why = f"holds a rackbook {found[0]} output, not {kind}"
+    else:
+        why = manifest.problem(path, found[1])
     if why is not None:
-        raise InputError(
-            path,
-            field,
-            f"{why}: refusing to replace or write into it (move that away, or "
-            "choose another folder)",
-        )
+        problem = "refusing to replace or write into it (move it away, or choose another folder)"
+        raise InputError(path, field, f"{why}: {problem}")
 
 
 def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
     """Remove temporaries a killed writer left in ``folder`` (beside ``bases``; all when None)."""
-    wanted = None if bases is None else set(bases)
-    for t in manifest.temporaries(folder):
+    wanted, temps = None if bases is None else set(bases), list[Path]()
+    manifest.problem(folder, temps=temps)
+    for t in temps:
         m = manifest.TEMP_NAME.match(t.name)
         if m is None or (wanted is not None and m["base"] not in wanted):
             continue

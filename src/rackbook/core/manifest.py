@@ -171,24 +171,17 @@ def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | 
     return walk(folder, "")
 
 
-def problem(folder: str | Path) -> str | None:
-    """Why ``folder`` does not match its marker's manifest (a sentence), or None when it does."""
-    found = read(folder)
-    return f"has no valid {MARKER} file" if found is None else _check(Path(folder), found[1], None)
-
-
-def temporaries(folder: str | Path) -> list[Path]:
-    """rackbook's temporaries in ``folder`` (beside manifest entries), to remove."""
-    found = read(folder)
-    temps: list[Path] = []
-    if found is not None:
-        _check(Path(folder), found[1], temps)
-    return temps
-
-
-def mismatch(folder: str | Path, manifest: Manifest) -> str | None:
-    """:func:`problem` against ``manifest`` (not the one on disk)."""
-    return _check(Path(folder), manifest, None)
+def problem(
+    folder: str | Path, listed: Manifest | None = None, temps: list[Path] | None = None
+) -> str | None:
+    """Why ``folder`` does not match ``listed`` (default: its marker's manifest), a sentence, or
+    None; ``temps`` collects rackbook's temporaries beside its entries."""
+    if listed is None:
+        found = read(folder)
+        if found is None:
+            return f"has no valid {MARKER} file"
+        listed = found[1]
+    return _check(Path(folder), listed, temps)
 
 
 def remark(folder: str | Path) -> None:

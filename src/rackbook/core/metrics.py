@@ -4,6 +4,7 @@ mean/median/std/pNN of TTFT, TPOT, ITL, E2EL in ms (an empty set gives 0)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,13 +43,77 @@ class BenchmarkMetrics:
         }
 
 
+def order_stats(v: np.ndarray, percentiles: Sequence[float]) -> tuple[float, list[float]]:
+    """Median and ``percentiles`` of ``v`` (not empty) bit for bit as ``np.median`` and
+    ``np.percentile`` (linear) give them; ``v`` is partitioned in place, one rank at a time."""
+    n = v.size
+    plans = []
+    for p in percentiles:
+        h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index
+        lo = int(math.floor(h))
+        plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
+    got, base = {}, 0
+    for k in sorted({(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}):
+        rest = v[base:]  # the values of rank ``base`` and above
+        if k > base:
+            rest.partition(k - base)  # one rank: numpy's vectorised selection
+        else:  # the next rank: the smallest left, moved to the front
+            i = int(rest.argmin())
+            rest[0], rest[i] = rest[i], rest[0]
+        got[k], base = rest[k - base], k + 1
+    median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
+    pct = [_lerp(got[lo], got[hi], t) for lo, hi, t in plans]
+    return float(median), pct
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    diff = b - a
+    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+
+
+def mean_std(v: np.ndarray, block: int = 1 << 20) -> tuple[np.float64, np.float64]:
+    """``np.mean`` and ``np.std`` of ``v`` (not empty), summed per ``block`` values past it (no
+    temporary the size of ``v``)."""
+    mean = sum((np.add.reduce(v[i : i + block]) for i in range(0, v.size, block)), np.float64(0))
+    mean /= v.size
+    m2 = np.float64(0)
+    for i in range(0, v.size, block):
+        d = v[i : i + block] - mean
+        m2 += np.add.reduce(np.multiply(d, d, out=d))
+    return mean, np.sqrt(m2 / v.size)
+
+
 def latency_stats(
-    name: str, values_s: np.ndarray, percentiles: tuple[float, ...]
+    name: str, values_s: np.ndarray, percentiles: Sequence[float], *, own: bool = False
 ) -> dict[str, float]:
-    """Mean, median, std, ``percentiles`` of ``values_s`` (s) in ms, vLLM's keys; empty: 0."""
+    """Mean, median, std, ``percentiles`` of ``values_s`` (s) in ms, vLLM's keys; empty: 0.
+    ``own``: the array may be reordered."""
     v = values_s if values_s.size else np.zeros(1)
-    pct = [np.percentile(v, p) for p in percentiles]
-    return named_stats(name, (np.mean(v), np.std(v), np.median(v), pct), percentiles)
+    mean, std = mean_std(v)  # before ``v`` is reordered
+    stats = order_stats(v if own else v.copy(), percentiles)
+    return named_stats(name, (mean, std, *stats), percentiles)
+
+
+def grouped_stats(
+    name: str, values_s: np.ndarray, codes: np.ndarray, npoints: int, percentiles: Sequence[float]
+) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """:func:`latency_stats` of all ``values_s`` (s) and of each point's (``codes``: point index
+    per value, ``npoints`` for none of them); ``values_s`` is reordered."""
+    v = values_s if values_s.size else np.zeros(1)
+    mean, std = mean_std(v)  # in row order
+    B, counts, ordered = 1 << 20, np.zeros(npoints + 1, np.int64), True
+    for i in range(0, codes.size, B):  # per block: no temporary the size of ``codes``
+        block = codes[i : i + B + 1]
+        counts += np.bincount(block[:B], minlength=npoints + 1)
+        ordered = ordered and not (block[1:] < block[:-1]).any()
+    by_point = values_s if ordered else values_s[np.argsort(codes, kind="stable")]
+    ends = np.cumsum(counts).tolist()
+    per = [
+        latency_stats(name, by_point[a:b], percentiles, own=True)
+        for a, b in zip([0, *ends], ends[:npoints], strict=False)
+    ]
+    total = named_stats(name, (mean, std, *order_stats(v, percentiles)), percentiles)
+    return total, per
 
 
 def named_stats(

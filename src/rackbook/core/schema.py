@@ -1,18 +1,7 @@
 """The trace format, in one place.
 
-A trace is a folder::
-
-    TRACE/
-      run.json          provenance (see RUN_FIELDS)
-      requests.parquet  one row per request (see REQUESTS)
-      itl.parquet       one row per inter-token gap (see ITL), a long table that scales
-      points.parquet    one row per sweep point / measured window (see POINTS)
-      <name>.parquet    optional extra tables (see EXTRA_TABLES)
-      .rackbook-output  marks the folder as a trace rackbook wrote (rackbook.core.fsio)
-
-Times are seconds (float64) unless a column name says otherwise; token counts are integers.
-The book's reference page on the format is generated from this module.
-"""
+A folder: ``run.json`` (:data:`RUN_FIELDS`), ``requests``, ``itl``, ``points`` and extra Parquet
+tables (:data:`TABLES`); seconds (float64) unless a column says otherwise, tokens as integers."""
 
 from __future__ import annotations
 

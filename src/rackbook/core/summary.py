@@ -5,6 +5,8 @@ checked as ``traces.validate`` does; ITL past :data:`EXACT_ITL_MAX` gaps from a 
 from __future__ import annotations
 
 import contextlib
+import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -13,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import traces
-from rackbook.core.latency_pool import LatencyPool, point_groups, sum_by, tail
 from rackbook.core.metrics import (
     LATENCY_METRICS,
     PERCENTILES,
     BenchmarkMetrics,
-    tpot_s,
+    grouped_stats,
+    named_stats,
     window_metrics,
 )
 from rackbook.errors import InputError
@@ -31,8 +33,16 @@ FULL_READ_MAX_REQUESTS = 250_000
 EXACT_ITL_MAX = 40_000_000
 #: Rows per streamed chunk.
 CHUNK_ROWS = 1 << 20
+#: Histogram bin 0 is [0, HIST_LO_S) s, then bins growing by HIST_RATIO, the last open above
+#: HIST_HI_S s: its order statistics are within 0.05 % from 1 us to 1e5 s, 0.5 us below.
+HIST_LO_S, HIST_HI_S, HIST_RATIO = 1e-6, 1e5, 1.001
+HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / math.log(HIST_RATIO))
 
-_REQUEST_COLUMNS = ["point_id", "success", "ttft_s", "e2el_s", "prompt_tokens", "output_tokens"]
+#: Request columns a summary reads (beside ``point_id``), as numpy types.
+_REQUEST_COLUMNS = {
+    "success": np.bool_,
+    **{c: np.int64 if t else np.float64 for c, t in traces.REQUEST_VALUES.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -78,129 +88,99 @@ class TraceSummary:
         }
 
 
-class _Summary:
-    """A trace's metrics accumulated over chunks; point index ``len(points)`` collects requests of
-    unknown points."""
+class GapHistogram:
+    """Gaps (s) per point as count, mean, squared deviations, min, max and a log histogram."""
 
-    def __init__(
-        self,
-        points: pd.DataFrame,
-        percentiles: tuple[float, ...],
-        exact_itl: bool = True,
-        requests: int = 0,
-        gaps: int = 0,
-    ) -> None:
-        """``requests``, ``gaps``: rows to come, held in one array allocated once."""
-        self.points, self.percentiles = points, percentiles
-        self.np = len(points)
-        P = self.np + 1
-        self.completed = np.zeros(P, np.int64)
-        self.failed = np.zeros(P, np.int64)
-        self.tokens_in = np.zeros(P, np.int64)
-        self.tokens_out = np.zeros(P, np.int64)
-        self.gaps = gaps if exact_itl else 0
-        self.block = np.empty(max(3 * requests, self.gaps))
-        r = requests
-        self.pools = {
-            "ttft": LatencyPool(P, room=self.block[:r]),
-            "tpot": LatencyPool(P, room=self.block[2 * r : 3 * r]),
-            "itl": LatencyPool(P, exact=exact_itl, room=np.empty(0)),
-            "e2el": LatencyPool(P, room=self.block[r : 2 * r]),
-        }
-        self.done: dict[str, tuple[dict[str, float], list[dict[str, float]]]] = {}
+    def __init__(self, npoints: int) -> None:
+        self.n, self.mean, self.m2 = np.zeros((3, npoints))
+        self.lo, self.hi = np.full(npoints, np.inf), np.full(npoints, -np.inf)
+        self.hist = np.zeros((npoints, HIST_BINS), np.int64)
 
-    def requests_done(self) -> None:
-        """TTFT, TPOT, E2EL statistics now; their room goes to gaps."""
-        for m in ("ttft", "tpot", "e2el"):
-            self.done[m] = self.pools[m].stats(m, self.percentiles, self.np)
-        if self.pools["itl"].exact and not self.pools["itl"].size:
-            self.pools["itl"].values = self.block[: self.gaps]
-        self.block = np.empty(0)
-
-    def add_requests(
-        self,
-        codes: np.ndarray,
-        ok: np.ndarray,
-        ttft: np.ndarray,
-        e2el: np.ndarray,
-        in_tok: np.ndarray,
-        out_tok: np.ndarray,
-    ) -> None:
-        """One chunk of request rows (``codes``: point indices) into the pools."""
-        P = self.np + 1
-        every = bool(ok.all())  # the usual case: no selection
-        oc = codes if every else codes[ok]
-        g = point_groups(oc, P)
-        self.completed += g.counts
-        if not every:
-            self.failed += np.bincount(codes[~ok], minlength=P)
-        i, o = (in_tok, out_tok) if every else (in_tok[ok], out_tok[ok])
-        self.tokens_in += sum_by(g, oc, i)
-        self.tokens_out += sum_by(g, oc, o)
-        for name, vals in (("ttft", ttft), ("e2el", e2el)):
-            pool = self.pools[name]
-            room = pool.reserve(oc.size)
-            if every:
-                room[:] = vals
-            else:
-                np.compress(ok, vals, out=room)
-            pool.commit(oc, g)
-        pool = self.pools["tpot"]
-        m = o > 1
-        if bool(m.all()):  # (e2el - ttft) / (output_tokens - 1), as vLLM
-            room = pool.reserve(oc.size)
-            t = tail(self.pools["ttft"], oc.size)
-            np.subtract(tail(self.pools["e2el"], oc.size), t, out=room)
-            np.divide(room, o - 1, out=room)
-            pool.commit(oc, g)
+    def add(self, codes: np.ndarray, vals: np.ndarray) -> None:
+        """Gaps ``vals`` (s) of points ``codes``; moments merged as Chan et al."""
+        P = self.n.size
+        nb = np.bincount(codes, minlength=P)
+        mb = np.bincount(codes, weights=vals, minlength=P) / np.maximum(nb, 1)
+        n = self.n + nb
+        frac, delta = nb / np.maximum(n, 1), mb - self.mean
+        m2b = np.bincount(codes, weights=(vals - mb[codes]) ** 2, minlength=P)
+        self.m2 += m2b + delta**2 * self.n * frac
+        self.mean += delta * frac
+        self.n = n
+        if codes.size and codes[0] == codes[-1] and (codes == codes[0]).all():  # one point
+            c = codes[0]
+            self.lo[c], self.hi[c] = min(self.lo[c], vals.min()), max(self.hi[c], vals.max())
         else:
-            t, e = tail(self.pools["ttft"], oc.size), tail(self.pools["e2el"], oc.size)
-            pool.add(oc[m], tpot_s(t, e, o))
+            np.minimum.at(self.lo, codes, vals)
+            np.maximum.at(self.hi, codes, vals)
+        with np.errstate(divide="ignore"):
+            b = np.log(np.maximum(vals, HIST_LO_S / 2) / HIST_LO_S) / math.log(HIST_RATIO)
+        b = np.clip(np.floor(b) + 1, 0, HIST_BINS - 1).astype(np.int64)
+        flat = np.bincount(codes.astype(np.int64) * HIST_BINS + b, minlength=self.hist.size)
+        self.hist += flat.reshape(self.hist.shape)
 
-    def add_itl(self, codes: np.ndarray, itl_s: np.ndarray, keep: np.ndarray | None = None) -> None:
-        """Gaps (s) of successful requests with their point indices (of those ``keep`` selects)."""
-        pool = self.pools["itl"]
-        if keep is None or not pool.exact:
-            pool.add(codes, itl_s if keep is None else itl_s[keep])
-        else:
-            np.compress(keep, itl_s, out=pool.reserve(codes.size))
-            pool.commit(codes)
-
-    def result(self, trace_id: str, kind: str) -> TraceSummary:
-        n = self.np  # requests_done() was called: the pools of request metrics are spent
-        stats = {"itl": self.pools["itl"].stats("itl", self.percentiles, n), **self.done}
-        counts = (self.completed, self.failed, self.tokens_in, self.tokens_out)
-
-        def window(
-            duration: float, sel: Any, by_metric: dict[str, dict[str, float]]
-        ) -> BenchmarkMetrics:
-            n = [int(c[sel].sum()) for c in counts]
-            return window_metrics(duration, n[0], n[1], n[2], n[3], by_metric)
-
-        durations = self.points["duration_s"].to_numpy(dtype=np.float64)
-        total = window(float(durations.sum()), slice(0, None), {m: s[0] for m, s in stats.items()})
-        points = []
-        for i, (_, p) in enumerate(self.points.iterrows()):
-            m = window(float(p["duration_s"]), i, {k: s[1][i] for k, s in stats.items()})
-            keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
-            keys = {k: (int(v) if isinstance(v, (np.integer,)) else v) for k, v in keys.items()}
-            points.append(PointMetrics(str(p["point_id"]), keys, m))
-        return TraceSummary(trace_id, kind, total, points)
+    def stats(
+        self, percentiles: tuple[float, ...], npoints: int
+    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+        """(statistics of all gaps, of each of the first ``npoints`` points), vLLM's keys."""
+        n = self.n.sum()
+        mean = float((self.n * self.mean).sum() / max(n, 1))
+        m2 = self.m2.sum() + (self.n * (self.mean - mean) ** 2).sum()
+        rows = [(n, mean, m2, self.hist.sum(axis=0), self.lo.min(), self.hi.max())]
+        rows += zip(self.n, self.mean, self.m2, self.hist, self.lo, self.hi, strict=True)
+        total, *per = [_hist_stats(row, percentiles) for row in rows[: npoints + 1]]
+        return total, per
 
 
-def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
-    """Index of each id in ``points`` (first match), ``len(points)`` when absent."""
-    idx = pd.Index(points["point_id"].astype(str))
-    if not idx.is_unique:
-        idx = idx.drop_duplicates()
-    codes = idx.get_indexer(pd.Index(point_ids).astype(str))
-    codes[codes < 0] = len(points)
-    return codes.astype(np.int32)
+def _hist_stats(row: tuple[Any, ...], percentiles: tuple[float, ...]) -> dict[str, float]:
+    n, mean, m2, hist, lo, hi = row
+    if not n:
+        return named_stats("itl", (0.0, 0.0, 0.0, [0.0] * len(percentiles)), percentiles)
+    cum, n = np.cumsum(hist), int(n)
+
+    def order_stat(k: int) -> float:  # its bin's centre, clamped to min and max
+        b = int(np.searchsorted(cum, k, side="right"))
+        est = HIST_LO_S * HIST_RATIO ** (b - 0.5) if 0 < b < HIST_BINS - 1 else HIST_LO_S / 2
+        return float(min(max(est, lo), hi)) if b < HIST_BINS - 1 else float(hi)
+
+    def pct(q: float) -> float:  # np.percentile's linear method on the estimates
+        h = (n - 1) * q / 100
+        k = math.floor(h)
+        a, b = order_stat(k), order_stat(min(k + 1, n - 1))
+        return a + (b - a) * (h - k)
+
+    stats = (mean, math.sqrt(max(m2, 0.0) / n), pct(50.0), [pct(p) for p in percentiles])
+    return named_stats("itl", stats, percentiles)
 
 
-def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int) -> None:
-    """Feed ``path``/itl.parquet to ``acc``; ``row_code``: each request's point index, -1 failed."""
-    n_req = len(row_code)
+def _gap_stats(
+    req: _Requests,
+    gaps: Iterable[tuple[np.ndarray, np.ndarray]],
+    n_gaps: int,
+    npoints: int,
+    percentiles: tuple[float, ...],
+) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows of requests ``req``
+    (its room reused); exact up to :data:`EXACT_ITL_MAX` gaps."""
+    hist = GapHistogram(npoints + 1) if n_gaps > EXACT_ITL_MAX else None
+    values, codes, k = req.block, req.code_block, 0
+    for rows, v in gaps:
+        code = req.row_code[rows]
+        keep = code >= 0
+        if not keep.all():
+            code, v = code[keep], v[keep]
+        if hist is not None:
+            hist.add(code, v)
+            continue
+        values[k : k + v.size], codes[k : k + v.size] = v, code
+        k += v.size
+    if hist is not None:
+        return hist.stats(percentiles, npoints)
+    return grouped_stats("itl", values[:k], codes[:k], npoints, percentiles)
+
+
+def _file_gaps(path: Path, n_req: int, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(request rows, gaps in s) of ``path``/itl.parquet a chunk at a time, checked."""
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
         traces.iter_table(path, "itl", ["request_row", "itl_s"], chunk_rows)
     ) as chunks:  # on error: its thread stops
@@ -209,44 +189,125 @@ def _stream_itl(acc: _Summary, path: Path, row_code: np.ndarray, chunk_rows: int
             if rr.size and (rr.min() < 0 or rr.max() >= n_req):
                 raise InputError(path, "itl.request_row", "refers to a request row that is absent")
             traces.check_values(v, path, "itl_s", traces.RowNames("itl"), offset=off)
-            _add_gaps(acc, row_code, rr, v)
+            yield rr, v
 
 
-def _add_gaps(acc: _Summary, row_code: np.ndarray, rows: np.ndarray, gaps_s: np.ndarray) -> None:
-    code = row_code[rows]
-    keep = code >= 0
-    if keep.all():
-        acc.add_itl(code, gaps_s)
-    else:
-        acc.add_itl(code[keep], gaps_s, keep)
+class _Requests:
+    """Request chunks (``codes``: each row's point index) as per-point counts and token sums, the
+    successful rows' TTFT, E2EL and TPOT (s) with their points, and each row's point (-1 failed)."""
+
+    def __init__(self, n: int, npoints: int, gaps: int) -> None:
+        """``gaps``: room for that many gaps (s) too, taken once the request metrics are done."""
+        self.P, dtype = npoints, np.min_scalar_type(-(npoints + 1))
+        gaps = gaps if gaps <= EXACT_ITL_MAX else 0  # past it: a histogram
+        self.counts = np.zeros((4, npoints + 1), np.int64)  # completed, failed, tokens in, out
+        self.block, self.code_block = np.empty(max(3 * n, gaps)), np.empty(max(2 * n, gaps), dtype)
+        self.values = {
+            m: self.block[i * n : i * n + n] for i, m in enumerate(("ttft", "e2el", "tpot"))
+        }
+        self.codes = {m: self.code_block[i * n : i * n + n] for i, m in enumerate(("ttft", "tpot"))}
+        self.size = {"ttft": 0, "tpot": 0}
+        self.row_code = np.empty(n, dtype)
+
+    def add(self, off: int, c: dict[str, np.ndarray]) -> None:
+        """Rows ``off`` onwards, a column at a time (a chunk's temporaries one at a time)."""
+        ok, codes, P = c["success"], c["codes"].astype(self.row_code.dtype), self.P + 1
+        every = bool(ok.all())
+
+        def pick(column: str) -> np.ndarray:
+            return c[column] if every else c[column][ok]
+
+        oc, o, k = codes if every else codes[ok], pick("output_tokens"), self.size["ttft"]
+        self.counts[:2] += [np.bincount(oc, minlength=P), np.bincount(codes[~ok], minlength=P)]
+        np.add.at(self.counts[2], oc, pick("prompt_tokens"))
+        np.add.at(self.counts[3], oc, o)
+        t, e = self.values["ttft"][k : k + oc.size], self.values["e2el"][k : k + oc.size]
+        t[:], e[:], self.codes["ttft"][k : k + oc.size] = pick("ttft_s"), pick("e2el_s"), oc
+        self.size["ttft"] = k + oc.size
+        m = o > 1
+        if not m.all():
+            oc, t, e, o = oc[m], t[m], e[m], o[m]
+        k = self.size["tpot"]
+        self.codes["tpot"][k : k + oc.size] = oc
+        np.divide(e - t, o - 1, out=self.values["tpot"][k : k + oc.size])  # as vLLM
+        self.size["tpot"] = k + oc.size
+        self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
+
+    def stats(self, percentiles: tuple[float, ...]) -> dict[str, Any]:
+        """Statistics of TTFT, TPOT, E2EL by metric (the values are spent)."""
+        k, kt = self.size["ttft"], self.size["tpot"]
+        pairs = {"ttft": (k, "ttft"), "tpot": (kt, "tpot"), "e2el": (k, "ttft")}
+        out = {}
+        for m, (n, c) in pairs.items():
+            out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, percentiles)
+        return out
+
+
+def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
+    """``path``/requests.parquet, checked a chunk at a time; ``n``: request and gap rows."""
+    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
+    acc = _Requests(n[0], len(pts), n[1])
+    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
+        traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            in_dict, values = c.pop("point_id")
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
+            if (lut < 0).any():
+                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
+                raise InputError(
+                    path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
+                )
+            c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
+            traces.check_request_rows(c, c["success"], path, offset=off)
+            acc.add(off, c)
+    return acc
+
+
+def _summarize(
+    points: pd.DataFrame,
+    req: _Requests,
+    gaps: Iterable[tuple[np.ndarray, np.ndarray]],
+    n_gaps: int,
+    run: tuple[str, str],
+    percentiles: tuple[float, ...],
+) -> TraceSummary:
+    """The summary of requests ``req`` and gap chunks; ``run``: the trace's id and kind."""
+    P, counts = len(points), req.counts
+    stats = req.stats(percentiles)
+    stats["itl"] = _gap_stats(req, gaps, n_gaps, P, percentiles)
+
+    def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
+        n = [int(c[sel].sum()) for c in counts]
+        by_metric = {k: s[0] if i is None else s[1][i] for k, s in stats.items()}
+        return window_metrics(duration, n[0], n[1], n[2], n[3], by_metric)
+
+    total = window(float(points["duration_s"].sum()), slice(0, None), None)
+    rows = []
+    for i, (_, p) in enumerate(points.iterrows()):
+        keys = {k: (None if pd.isna(p[k]) else p[k]) for k in SCENARIO_KEYS if k in p}
+        keys = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in keys.items()}
+        rows.append(PointMetrics(str(p["point_id"]), keys, window(float(p["duration_s"]), i, i)))
+    return TraceSummary(run[0], run[1], total, rows)
+
+
+def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
+    """Index of each id in ``points`` (first match), ``len(points)`` when absent."""
+    idx = pd.Index(points["point_id"].astype(str)).drop_duplicates()
+    codes = idx.get_indexer(pd.Index(point_ids).astype(str))
+    codes[codes < 0] = len(points)
+    return codes
 
 
 def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
-    """Metrics of a whole trace (windows as one, durations summed) and per point; gaps of a trace
-    read with ``itl=False`` are streamed from ``path``."""
-    req = trace.requests
-    path = None if trace.itl_loaded else trace.path  # gaps to stream from there
-    n_itl = traces.table_rows(path, "itl") if path else len(trace.itl)
-    exact_itl = not path or n_itl <= EXACT_ITL_MAX
-    acc = _Summary(trace.points, percentiles, exact_itl, requests=len(req), gaps=n_itl)
-    codes = _point_index(req["point_id"], trace.points)
-    ok = req["success"].to_numpy(dtype=bool)
-    acc.add_requests(
-        codes,
-        ok,
-        req["ttft_s"].to_numpy(dtype=np.float64),
-        req["e2el_s"].to_numpy(dtype=np.float64),
-        req["prompt_tokens"].to_numpy(dtype=np.int64),
-        req["output_tokens"].to_numpy(dtype=np.int64),
-    )
-    row_code = np.where(ok, codes, -1).astype(np.int32)
-    acc.requests_done()
-    if path:
-        _stream_itl(acc, Path(path), row_code, CHUNK_ROWS)
-    elif not trace.itl.empty:
-        gaps = trace.itl["itl_s"].to_numpy(dtype=np.float64)
-        _add_gaps(acc, row_code, trace.itl["request_row"].to_numpy(), gaps)
-    return with_validity(acc.result(trace.trace_id, trace.kind), trace)
+    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point."""
+    r, gaps = trace.requests, trace.itl
+    req = _Requests(len(r), len(trace.points), len(gaps))
+    cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
+    req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
+    chunk = (gaps["request_row"].to_numpy(), gaps["itl_s"].to_numpy(dtype=np.float64))
+    run = (trace.trace_id, trace.kind)
+    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run, percentiles), trace)
 
 
 def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
@@ -254,20 +315,15 @@ def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
     from rackbook.core import validity
 
     pv = validity.point_validity(trace).set_index("point_id")
-    points = []
-    for p in summary.points:
-        if p.point_id in pv.index:
-            r = pv.loc[p.point_id]
-            p = replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
-        points.append(p)
-    succ = int(pv["successful"].sum()) if len(pv) else 0
-    flagged = int(pv["flagged"].sum()) if len(pv) else 0
-    return replace(
-        summary,
-        points=points,
-        valid_requests=int(pv["valid"].sum()) if len(pv) else 0,
-        flagged_share=flagged / succ if succ else 0.0,
-    )
+
+    def checked(p: PointMetrics) -> PointMetrics:
+        r = pv.loc[p.point_id]
+        return replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
+
+    points = [checked(p) if p.point_id in pv.index else p for p in summary.points]
+    succ, flagged, valid = (int(pv[k].sum()) for k in ("successful", "flagged", "valid"))
+    share = flagged / succ if succ else 0.0
+    return replace(summary, points=points, valid_requests=valid, flagged_share=share)
 
 
 def summarize_path(
@@ -288,31 +344,10 @@ def summarize_path(
         return summarize(traces.read_trace(path), percentiles)
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     traces.check_points(pts, path)
-    acc = _Summary(pts, percentiles, n_itl <= EXACT_ITL_MAX, requests=n_req, gaps=n_itl)
-    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    row_code = np.empty(n_req, np.min_scalar_type(-(len(pts) + 1)))  # point index, -1: failed
-    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
-        traces.iter_table(path, "requests", _REQUEST_COLUMNS, chunk_rows)
-    ) as chunks:  # on error: its thread stops
-        for off, c in chunks:
-            codes_in_dict, values = c["point_id"]
-            lut = np.array([pid_index.get(v, -1) for v in values], dtype=row_code.dtype)
-            if (lut < 0).any():
-                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
-                raise InputError(
-                    path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
-                )
-            codes = lut[codes_in_dict] if lut.size else np.zeros(0, np.int32)
-            ok = c["success"].astype(bool, copy=False)
-            traces.check_request_rows(c, ok, path, offset=off)
-            acc.add_requests(
-                codes, ok, c["ttft_s"], c["e2el_s"], c["prompt_tokens"], c["output_tokens"]
-            )
-            row_code[off : off + len(ok)] = np.where(ok, codes, -1)
-    acc.requests_done()
-    _stream_itl(acc, path, row_code, chunk_rows)
-    del row_code
-    res = acc.result(str(run.get("trace_id", "")), str(run.get("kind", "")))
+    req = _file_requests(path, pts, (n_req, n_itl), chunk_rows)
+    ids = (str(run.get("trace_id", "")), str(run.get("kind", "")))
+    gaps = _file_gaps(path, n_req, chunk_rows)
+    res = _summarize(pts, req, gaps, n_itl, ids, percentiles)
     if res.metrics.completed:  # one value, the median itself: the check validate makes
         median_s = np.array([res.metrics.latency["median_e2el_ms"] / 1000])
         traces.check_latency_unit(median_s, path, "requests.e2el_s")

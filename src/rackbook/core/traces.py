@@ -52,12 +52,11 @@ class Trace:
 IMPLAUSIBLE_LATENCY_S = 86_400.0
 #: Largest plausible token count of one request (larger values are corrupt input).
 MAX_TOKENS = 1e10
-#: Request columns checked value by value -> whether they count tokens (else seconds).
-REQUEST_VALUES: dict[str, bool] = {
-    "ttft_s": False,
-    "e2el_s": False,
-    "prompt_tokens": True,
-    "output_tokens": True,
+#: Request columns checked value by value (the required numbers) -> whether they count tokens.
+REQUEST_VALUES = {
+    c.name: c.dtype == "int64"
+    for c in schema.REQUESTS
+    if c.dtype in ("int64", "float64") and not c.nullable
 }
 NON_FINITE = "non-finite value (NaN or infinite)"
 
