@@ -56,3 +56,53 @@ def test_an_ep_size_or_expert_count_not_tabled_is_computed_live() -> None:
     assert imb.imbalance(160, 8, 3000) == imb.eplb_imbalance(160, 8, 3000)
     # one GPU or nothing routed: balanced
     assert imb.imbalance(384, 1, 3000) == 1.0 == imb.imbalance(384, 8, 0)
+
+
+def test_the_eplb_model_at_its_edges() -> None:
+    """One GPU or nothing routed: balanced; one assignment lands on one of 8 GPUs (8x the mean);
+    two GPUs already differ; an EP size past the expert count is the expert count."""
+    assert imb.eplb_imbalance(384, 1, 3000) == 1.0 == imb.eplb_imbalance(384, 8, 0)
+    assert imb.eplb_imbalance(384, 8, 1) == 8.0
+    assert imb.eplb_imbalance(384, 8, 0.4) == 8.0  # rounds up to one assignment
+    assert imb.eplb_imbalance(384, 8, 2) < 8.0
+    assert imb.eplb_imbalance(384, 2, 3000) > 1.0
+    assert imb.eplb_imbalance(8, 16, 100) == imb.eplb_imbalance(8, 8, 100) > 1.0
+
+
+@pytest.mark.parametrize(
+    "x,want",
+    [(-1.0, (0, 0.0)), (0.0, (0, 0.0)), (1.0, (0, 0.5)), (2.0, (1, 0.0)), (2.5, (1, 0.25))]
+    + [(4.0, (1, 1.0)), (6.0, (1, 1.0))],
+)
+def test_a_reading_between_grid_points_takes_the_step_around_it(x, want) -> None:
+    assert imb._interp([0.0, 2.0, 4.0], x) == want
+
+
+def test_a_small_grid_rebuilds_the_stored_tables_first_columns(doc, monkeypatch) -> None:
+    """``build`` with the grid cut at 2^3 assignments and three EP sizes gives the stored
+    table's values there (an EP size past the expert count is left out)."""
+    monkeypatch.setattr(imb, "MAX_ASSIGNMENTS", 1 << 3)
+    monkeypatch.setattr(imb, "EP_GRID", (4, 72, 256, 288))
+    new = imb.build()
+    assert new["log2_assignments"] == doc["log2_assignments"][:13]
+    assert new["generator"] == doc["generator"] and new["inputs"] == doc["inputs"]
+    for experts, eps in (("256", [4, 72, 256]), ("384", [4, 72, 256, 288])):
+        stored = doc["experts"][experts]
+        assert new["experts"][experts]["ep"] == eps
+        for ep, row in zip(eps, new["experts"][experts]["imbalance"], strict=True):
+            assert row == stored["imbalance"][stored["ep"].index(ep)][:13]
+
+
+def test_write_stores_the_table_one_row_a_line(monkeypatch, tmp_path, capsys) -> None:
+    monkeypatch.setattr(imb, "MAX_ASSIGNMENTS", 1 << 1)
+    monkeypatch.setattr(imb, "EP_GRID", (4, 8))
+    monkeypatch.setattr(paths, "DATA", tmp_path)
+    assert imb.main([]) == 0
+    assert capsys.readouterr().out == json.dumps(imb.build())[:200] + "\n"
+    assert not (tmp_path / imb.TABLE_FILE).exists()
+    assert imb.main(["--write"]) == 0
+    out = tmp_path / imb.TABLE_FILE
+    assert capsys.readouterr().out == f"wrote {out}\n"
+    text = out.read_text()
+    assert text == imb.dump(imb.build()) and json.loads(text) == imb.build()
+    assert imb.dump({"a": [[1, 2], [3]]}) == '{"a":[[1,2],\n[3]]}\n'

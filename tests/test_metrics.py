@@ -216,3 +216,38 @@ def test_grouped_stats_are_numpys_per_point(order, kind):
     assert per == [latency_stats("ttft", v[codes == i], PCTS) for i in range(3)]
     empty = grouped_stats("x", np.zeros(0), np.zeros(0, np.int8), 2, (99.0,))
     assert empty == (latency_stats("x", np.zeros(0), (99.0,)),) + ([empty[0]] * 2,)
+
+
+def test_percentiles_between_ranks_are_numpys_bit_for_bit():
+    """Every percentile from 0 to 100 by 0.5 on uneven values: the interpolation between two
+    ranks rounds as numpy's does (from below under half the step, from above at or past it)."""
+    rng = np.random.default_rng(11)
+    pcts = tuple(float(p) for p in np.arange(0, 100.5, 0.5))
+    for n in (2, 3, 10, 401):
+        v = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)
+        assert order_stats(v.copy(), pcts)[1] == [float(x) for x in np.percentile(v, pcts)]
+
+
+def test_statistics_past_one_block_are_numpys():
+    """More values than one block (1 Mi): mean, std and each point's statistics still match
+    numpy over all of them, in order and interleaved."""
+    rng = np.random.default_rng(5)
+    n = (1 << 20) + 300_001
+    v = rng.lognormal(np.log(0.02), 0.3, n)
+    mean, std = mean_std(v)
+    assert mean == pytest.approx(np.mean(v), rel=1e-12)
+    assert std == pytest.approx(np.std(v), rel=1e-9)
+    for codes in (np.repeat(np.arange(3), -(-n // 3))[:n], np.arange(n) % 3):
+        total, per = grouped_stats("itl", v.copy(), codes.astype(np.int8), 3, (50.0, 99.0))
+        for i, got in enumerate(per):
+            w = v[codes == i]
+            assert got["median_itl_ms"] == float(np.median(w) * 1000)
+            assert got["p99_itl_ms"] == float(np.percentile(w, 99.0) * 1000)
+            assert got["mean_itl_ms"] == pytest.approx(np.mean(w) * 1000, rel=1e-12)
+        assert total["p50_itl_ms"] == float(np.percentile(v, 50.0) * 1000)
+
+
+def test_latency_stats_leaves_the_callers_array_in_place():
+    v = np.array([0.3, 0.1, 0.2, 0.05])
+    latency_stats("ttft", v, (50.0,))
+    assert v.tolist() == [0.3, 0.1, 0.2, 0.05]

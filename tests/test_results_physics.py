@@ -14,6 +14,7 @@ from rackbook import paths
 from rackbook.book import chapter
 from rackbook.core.traces import read_trace
 from rackbook.core.units import ratio_text
+from rackbook.errors import InputError
 from rackbook.physics import check, results_bounds
 from rackbook.results import decode_parity
 
@@ -261,3 +262,94 @@ def test_compute_ceiling_written_out_in_latex():
     assert t.startswith(r"C_\text{decode} = \frac{1}") and "= 241{,}834" in t
     h = results_bounds.compute_ceiling_latex("deepseek-v4.1-flash", "h200", "prefill")
     assert r"{1.98 \times 10^{15}}" in h and h.startswith(r"C_\text{prefill}")
+
+
+def test_prefix_read_model_is_its_two_floors() -> None:
+    """Per new token: the prefix's reads over ``reuse_tokens`` on the GPUs' bandwidth, against
+    attention and weight compute split over the GPUs; tokens/s is 1 / the slower."""
+    from rackbook.inputs import catalogs
+    from rackbook.physics import roofline
+
+    m, g = catalogs.as_model("deepseek-v4.1-flash"), catalogs.as_gpu("gb300")
+    for kv, n, reuse in (("fp4", 1, 1), ("fp8", 2, 4)):
+        got = results_bounds.prefix_read_model(
+            m, g, 128_000, kv_dtype=kv, n_gpus=n, reuse_tokens=reuse
+        )
+        reads = roofline.context_reads(m, 128_000, "prefill", kv)
+        sparse = roofline.bandwidth_floor_step_s(reads.total / reuse, g, n)
+        dense = roofline.bandwidth_floor_step_s(reads.dense / reuse, g, n)
+        comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n, context=128_000)
+        assert got.prefix_tokens == 128_000
+        assert got.sparse_bytes_per_new_token == sparse.bytes
+        assert got.dense_read_s == dense.seconds and got.sparse_read_s == sparse.seconds
+        assert got.compute_s_per_new_token == comp.seconds_per_token / n
+        assert got.tokens_per_s == 1 / max(sparse.seconds, comp.seconds_per_token / n)
+        assert got.dense_tokens_per_s == 1 / max(dense.seconds, comp.seconds_per_token / n)
+        assert got.bound == (
+            "KV read" if sparse.seconds >= got.compute_s_per_new_token else "compute"
+        )
+    with pytest.raises(InputError) as exc:
+        results_bounds.prefix_read_model(m, g, 128_000, reuse_tokens=0)
+    assert (exc.value.file, exc.value.field) == ("-", "reuse_tokens")
+    assert exc.value.problem == "must be >= 1, got 0"
+
+
+def test_removable_share_is_one_minus_the_encoder_layers_time() -> None:
+    from rackbook.inputs import catalogs
+    from rackbook.physics import roofline
+
+    m, g = catalogs.as_model("deepseek-v4.1-flash"), catalogs.as_gpu("gb300")
+    share, how = results_bounds.removable_share(m)
+    assert (share, how) == results_bounds.removable_share(m, "gb300", 128_000, "fp4")
+    t_after = 1 / results_bounds.prefix_read_model(m, g, 128_000).tokens_per_s
+    r = roofline.context_reads(m, 128_000, "decode", "fp4")
+    comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode", context=128_000)
+    t_all = max(
+        comp.seconds_per_token, roofline.bandwidth_floor_step_s(r.total - r.window, g).seconds
+    )
+    assert share == 1 - t_after / t_all
+    assert how.startswith(f"1 - {t_after * 1e6:.4g} µs (encoder layers) / {t_all * 1e6:.4g} µs")
+    assert results_bounds.removable_share(m, kv_dtype="fp8")[0] != share
+
+
+def test_context_compute_growth_and_the_collective_budget() -> None:
+    from rackbook.inputs import catalogs
+    from rackbook.physics import roofline
+
+    m, g = catalogs.as_model("deepseek-v4.1-flash"), catalogs.as_gpu("gb300")
+    extra = roofline.attention_flops(m, 855_000).total - roofline.attention_flops(m, 128_000).total
+    peak = g.flops(g.run_precision(roofline.weight_split(m, "decode").dense_dtype))
+    one = results_bounds.context_compute_growth_s(m, g, 128_000, 855_000)
+    assert one == extra / peak > 0
+    assert results_bounds.context_compute_growth_s(m, g, 128_000, 855_000, batch=3) == 3 * one
+    assert results_bounds.collective_budget_us(0.003, 0.001, 40) == pytest.approx(50.0)
+    assert results_bounds.collective_budget_us(0.003, 0.001, 1) == pytest.approx(2000.0)
+    with pytest.raises(InputError) as exc:
+        results_bounds.collective_budget_us(0.003, 0.001, 0)
+    assert (exc.value.file, exc.value.field, exc.value.problem) == (
+        "-",
+        "moe_layers",
+        "must be >= 1, got 0",
+    )
+
+
+def test_the_cached_ceiling_reads_the_whole_context_at_one_token_claimed() -> None:
+    """One output token behind the model's longest context less one, all but one token cached,
+    one token/s claimed; a model without a longest context is refused naming the field."""
+    from rackbook.inputs import catalogs
+
+    m = catalogs.as_model("deepseek-v4.1-flash")
+    c = results_bounds.cached_ceiling(m, "gb300", 72)
+    isl = m.architecture.max_context_tokens - 1
+    assert (c.workload["counted"], c.workload["isl"], c.workload["osl"]) == ("total", isl, 1)
+    assert c.workload["cached_share"] == (isl - 1) / isl and c.claimed_tok_s_per_gpu == 1.0
+    bare = m.model_copy(
+        update={"architecture": m.architecture.model_copy(update={"max_context_tokens": None})}
+    )
+    with pytest.raises(InputError) as exc:
+        results_bounds.cached_ceiling(bare, "gb300", 72)
+    assert (exc.value.file, exc.value.field, exc.value.problem) == (
+        str(m.file),
+        "architecture.max_context_tokens",
+        "unknown in the model catalog",
+    )
