@@ -99,6 +99,7 @@ def test_gb200_two_gpu_prefill_instance_fits_with_grace_memory():
         2,
         context=2048.5,
         kv_dtype="fp8",
+        offload=True,
     )
     assert (cap.weights_bytes, cap.offloaded_bytes) == (335.5e9, 236e9)
     assert cap.usable_bytes == pytest.approx(0.9 * 189_471 * 2**20, rel=1e-12)

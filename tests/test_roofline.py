@@ -12,7 +12,7 @@ from rackbook import paths
 from rackbook.cli import main
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
-from rackbook.physics import roofline
+from rackbook.physics import check, roofline
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +91,12 @@ def test_stored_kv_read_time_128k_to_855k(v41):
 
 
 def test_sequences_fitting(v41):
-    fit = roofline.sequences_fitting(v41, "gb300", 855_000, weight_bytes_per_gpu=74.3e9)
+    gb300 = catalogs.as_gpu("gb300")
+    kw = dict(context=855_000, hbm=gb300.hbm_capacity_bytes, window=False)
+    fit = check.capacity(v41, gb300, 1, weights=74.3e9, **kw)
     # (278 GB - 74.3 GB) / 760.95 MB = 267.7 -> 267
-    assert fit.sequences == 267 and fit.bytes_per_sequence == 760_950_000
-    full = roofline.sequences_fitting(v41, "gb300", 855_000, weight_bytes_per_gpu=288e9)
+    assert fit.sequences == 267 and fit.per_sequence_bytes == 760_950_000
+    full = check.capacity(v41, gb300, 1, weights=288e9, **kw)
     assert full.sequences == 0 and full.free_bytes == -10e9
 
 

@@ -254,16 +254,15 @@ def _capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None, deployment: str
 ) -> tuple[float, str]:
     dp = deployment == "dp-ep"
-    cap = check.capacity(
-        model, gpu, gpus, context=context, kv_dtype=kv_dtype, dense_replicated=dp, offload=False
-    )
-    n = float(cap.sequences * gpus if dp else cap.sequences)
+    most = check.MAX_BATCH * (gpus if dp else 1)
+    kw: dict[str, Any] = dict(context=context, kv_dtype=kv_dtype, tp=1 if dp else None, most=most)
+    cap = check.capacity(model, gpu, gpus, **kw)
     how = (
         "dense on every GPU, experts spread; each sequence's KV on its GPU"
         if dp
         else "all weights spread; every GPU holds every sequence's compressed KV"
     )
-    return n, f"{cap.formula} ({how}): {n:,.0f} sequences"
+    return float(cap.sequences), f"{cap.formula} ({how}): {cap.sequences:,.0f} sequences"
 
 
 def _dense_part(

@@ -290,7 +290,8 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences per GPU whose KV fits after the weights (0 when nothing fits); bytes per GPU."""
+    """Sequences whose KV fits after the weights (0 when none; over ``gpus // tp`` groups), bytes
+    per GPU."""
 
     sequences: int
     weights_bytes: float
@@ -308,10 +309,30 @@ class Capacity:
             return "weights"
         return "KV cache" if self.sequences == 0 else None
 
+    @property
+    def free_bytes(self) -> float:
+        """HBM bytes per GPU left for KV after the weights kept there."""
+        return self.usable_bytes - self.weights_bytes + self.offloaded_bytes
+
 
 def usable_bytes(gpu: GpuSpec) -> float:
     """HBM bytes an engine may use on ``gpu``: :data:`MEMORY_FRACTION` of what the GPU reports."""
     return gpu.memory_bytes * MEMORY_FRACTION
+
+
+def sequence_bytes(
+    model: ModelSpec, tokens: float, kv_dtype: str | None, *, relative: bool, window: bool
+) -> float:
+    """Bytes of one sequence: KV of ``tokens`` tokens (none without ``kv_dtype``) and window;
+    ``relative``: a layout given relative to another model is its x the factor, else none."""
+    rel, factor = model.kv_cache.relative_to, 1.0
+    if relative:
+        if model.kv_cache.compression_ratios is None and rel is not None:
+            model, factor = catalogs.as_model(rel.model), rel.factor
+        if not kv_dtype or model.kv_cache.compression_ratios is None:
+            return 0.0
+    kv = roofline.kv_bytes_per_sequence(model, math.ceil(tokens), kv_dtype) if kv_dtype else 0
+    return ((roofline.window_bytes_per_sequence(model) if window else 0) + kv) * factor
 
 
 def capacity(
@@ -322,36 +343,41 @@ def capacity(
     context: float = 0,
     longest: float | None = None,
     kv_dtype: str | None = "fp4",
-    dense_replicated: bool = False,
-    offload: bool = True,
+    tp: int | None = None,
+    offload: bool = False,
+    most: float = MAX_BATCH,
+    weights: float | None = None,
+    hbm: float | None = None,
+    relative: bool = False,
+    window: bool = True,
 ) -> Capacity:
-    """Sequences per GPU of ``context`` tokens whose KV fits after the weights (bytes per GPU)."""
-    st = roofline.storage(model)
-    weights = st.per_gpu_bytes(gpus) if dense_replicated else st.total_bytes / gpus
-    window = roofline.window_bytes_per_sequence(model)
-
-    def kv(tokens: float) -> float:
-        n = math.ceil(tokens)
-        return window + (roofline.kv_bytes_per_sequence(model, n, kv_dtype) if kv_dtype else 0)
-
-    per_seq = kv(context)
-    one = kv(max(longest or 0.0, context))
-    usable = usable_bytes(gpu)
+    """Sequences of ``context`` tokens whose KV fits after the weights (bytes per GPU): all
+    weights spread (``tp`` None) or dense over ``tp`` and KV in ``gpus // tp`` groups, at most
+    ``most``; ``offload``: weights may sit in host memory; ``weights``, ``hbm``: given bytes."""
+    if weights is None:
+        st = roofline.storage(model)
+        weights = st.dense_bytes / tp + st.routed_bytes / gpus if tp else st.total_bytes / gpus
+    groups = gpus // tp if tp else 1
+    kw = dict(relative=relative, window=window)
+    per_seq = sequence_bytes(model, context, kv_dtype, **kw)
+    one = sequence_bytes(model, max(longest or 0.0, context), kv_dtype, **kw)
+    usable = usable_bytes(gpu) if hbm is None else hbm
     host = float(gpu.host_memory_bytes or 0) if offload else 0.0
     offloaded = min(weights, host)
     in_hbm = weights - offloaded
     free = usable - in_hbm
-    n = min(MAX_BATCH, int(free // per_seq)) if per_seq else MAX_BATCH
+    n = min(most, int(free // per_seq) * groups) if per_seq else most
     n = 0 if free <= 0 or one > free else n
-    hbm = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
-    hbm += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
-    spread = "experts" if dense_replicated else "all weights"
+    hbm_text = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
+    hbm_text += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    hbm_text = hbm_text if hbm is None else f"{fmt(hbm, 'B')} HBM"
+    spread = "all weights" if tp is None else "experts"
     where = f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
     where = where if offloaded else ""
     if weights >= usable + host:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"{spread} spread) > {fmt(usable, 'B')} usable ({hbm})"
+            f"{spread} spread) > {fmt(usable, 'B')} usable ({hbm_text})"
             + (f" + {fmt(host, 'B')} of host (Grace) memory" if host else "")
         )
     elif n == 0:
@@ -362,11 +388,11 @@ def capacity(
         )
     else:
         formula = (
-            f"({hbm} - {fmt(in_hbm, 'B')} weights per GPU in HBM{where}) / "
+            f"({hbm_text} - {fmt(in_hbm, 'B')} weights per GPU in HBM{where}) / "
             f"{fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens on average = "
-            f"{n:,} sequences per GPU"
+            f"{n // groups:,} sequences per GPU"
         )
-    return Capacity(n, weights, usable, per_seq, context, formula, host, offloaded)
+    return Capacity(int(n), weights, usable, per_seq, context, formula, host, offloaded)
 
 
 def least_share(
@@ -579,7 +605,7 @@ def _ceilings(
         notes.extend(comp_notes)
         ceilings.append(comp)
     held = w.decode_context or longest  # on average; a prefill-only figure: its input
-    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype)
+    cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype, offload=True)
     room = math.inf if cap.sequences else 0.0
     ceilings.append(PerGpuCeiling("memory capacity", room, cap.formula))
     why = _does_not_fit(cap, w.concurrency, gpus, g)

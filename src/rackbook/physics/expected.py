@@ -364,22 +364,8 @@ def capacity(
     model: ModelSpec, gpu: GpuSpec, gpus: int, tp: int, context: float, kv_dtype: str | None
 ) -> float:
     """Sequences over all ``gpus`` whose KV fits with attention TP ``tp`` (weights in HBM)."""
-    st = roofline.storage(model)
-    weights = st.dense_bytes / tp + st.routed_bytes / gpus
-    per_seq = 0.0
-    kv_model, factor = model, 1.0
-    rel = model.kv_cache.relative_to
-    if model.kv_cache.compression_ratios is None and rel is not None:
-        kv_model, factor = catalogs.as_model(rel.model), rel.factor
-    if kv_dtype and kv_model.kv_cache.compression_ratios is not None:
-        per_seq = float(roofline.kv_bytes_per_sequence(kv_model, math.ceil(context), kv_dtype))
-        per_seq = (per_seq + float(roofline.window_bytes_per_sequence(kv_model))) * factor
-    free = check.usable_bytes(gpu) - weights
-    if free <= 0:
-        return 0.0
-    if per_seq <= 0:
-        return float(MAX_BATCH_PER_GPU * gpus)
-    return min(float(MAX_BATCH_PER_GPU * gpus), (free // per_seq) * (gpus // tp))
+    kw: dict[str, Any] = dict(context=context, kv_dtype=kv_dtype, tp=tp, relative=True)
+    return float(check.capacity(model, gpu, gpus, most=MAX_BATCH_PER_GPU * gpus, **kw).sequences)
 
 
 def expected(

@@ -179,39 +179,6 @@ def window_bytes_per_sequence(model: ModelSpec) -> int:
     return math.ceil(a.num_layers * a.sliding_window * row)
 
 
-@dataclass(frozen=True)
-class Fit:
-    """How many sequences' KV caches fit in one GPU's HBM after the weights."""
-
-    sequences: int
-    free_bytes: float
-    bytes_per_sequence: int
-    formula: str
-
-
-def sequences_fitting(
-    model: ModelSpec,
-    hw: GpuSpec | str,
-    context_tokens: int,
-    kv_dtype: str = "fp4",
-    *,
-    weight_bytes_per_gpu: float,
-    memory_fraction: float = 1.0,
-) -> Fit:
-    """Sequences of ``context_tokens`` whose global KV fits on one GPU after the weights."""
-    g = catalogs.as_gpu(hw)
-    per_seq = kv_bytes_per_sequence(model, context_tokens, kv_dtype)
-    free = g.hbm_capacity_bytes * memory_fraction - weight_bytes_per_gpu
-    n = max(0, math.floor(free / per_seq))
-    formula = (
-        f"floor(({fmt(g.hbm_capacity_bytes, 'B')} x {memory_fraction:g} - "
-        f"{fmt(weight_bytes_per_gpu, 'B')} weights) / ({context_tokens} tokens x "
-        f"{frac_text(kv_bytes(model, kv_dtype).bytes_per_token_exact)} B = {fmt(per_seq, 'B')})) "
-        f"= {n} sequences"
-    )
-    return Fit(n, free, per_seq, formula)
-
-
 def cli_kv_bytes(args: argparse.Namespace) -> int:
     """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``."""
     model = catalogs.load_model(args.model)

@@ -3,6 +3,7 @@ TPOT = a + b x context, the delta between two lengths (ms, %), and KV memory per
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from rackbook.core.traces import Trace, point_batch
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
-from rackbook.physics import roofline
+from rackbook.physics import check
 
 SERIES_KEYS: tuple[str, ...] = ("engine", "config", "batch")
 FIT_FORMULA = r"\mathrm{TPOT} = a + b \cdot \text{context}"
@@ -193,10 +194,11 @@ def memory_by_context(
     memory_fraction: float = 1.0,
 ) -> pd.DataFrame:
     """Per context length (tokens): KV bytes per sequence and sequences fitting on one GPU."""
-    m = catalogs.as_model(model)
-    kw = dict(weight_bytes_per_gpu=weight_bytes_per_gpu, memory_fraction=memory_fraction)
-    fits = [(int(c), roofline.sequences_fitting(m, hw, c, kv_dtype, **kw)) for c in contexts]
-    rows = [(c, f.bytes_per_sequence, f.sequences, f.free_bytes, f.formula) for c, f in fits]
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
+    hbm, w = g.hbm_capacity_bytes * memory_fraction, weight_bytes_per_gpu
+    cap = functools.partial(check.capacity, m, g, 1, hbm=hbm, weights=w, most=math.inf)
+    fits = [(int(c), cap(context=c, kv_dtype=kv_dtype, window=False)) for c in contexts]
+    rows = [(c, f.per_sequence_bytes, f.sequences, f.free_bytes, f.formula) for c, f in fits]
     cols = ["context_tokens", "kv_bytes_per_sequence", "sequences_per_gpu", "free_bytes"]
     return pd.DataFrame(rows, columns=[*cols, "formula"])
 
