@@ -123,48 +123,6 @@ def longest_sequence(
     return longest
 
 
-def workload(
-    claimed: float,
-    phase: str,
-    counted: str,
-    *,
-    isl: float | None,
-    osl: float | None,
-    context: float | None,
-    cached_share: float,
-    batch: float | None,
-    tokens_per_step: float,
-    verify: int,
-    kv_dtype: str | None,
-    weights: str,
-) -> Workload:
-    """The :class:`Workload` of ``claimed`` ``counted`` tokens/s per GPU."""
-    if counted == "output":
-        out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
-    elif counted == "input":
-        inp, out = claimed, claimed * osl / isl if isl and osl else 0.0
-    else:
-        assert isl and osl
-        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
-    dec_ctx = context if context is not None else ((isl or 0) + (osl or 0) / 2 if isl else 0.0)
-    pre_ctx = isl * cached_share + isl * (1 - cached_share) / 2 if isl else context or 0.0
-    return Workload(
-        counted=counted,
-        isl=isl,
-        osl=osl,
-        decode_context=dec_ctx,
-        prefill_prefix=pre_ctx,
-        cached_share=cached_share,
-        concurrency=batch,
-        tokens_per_step=tokens_per_step,
-        verify_tokens=verify,
-        kv_dtype=kv_dtype,
-        weights=weights,
-        output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
-        new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
-    )
-
-
 def physics_verdict(ratio: float) -> str:
     """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
@@ -480,24 +438,9 @@ def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -
     return None
 
 
-def _bandwidth(
-    m: ModelSpec,
-    g: GpuSpec,
-    gpus: int,
-    w: Workload,
-    comp_tps: float,
-    most: int,
-    notes: list[str],
-    active_scale: float,
-) -> tuple[PerGpuCeiling, float]:
-    kw: dict[str, Any] = dict(
-        context=w.decode_context,
-        tokens_per_step=w.tokens_per_step,
-        kv_dtype=w.kv_dtype,
-        active_scale=active_scale,
-    )
-    if w.concurrency is not None:
-        return memory_ceiling(m, g, gpus, w.concurrency, **kw), w.concurrency
+def _best_batch(
+    m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
+) -> tuple[int, PerGpuCeiling]:
     best: tuple[int, PerGpuCeiling] | None = None
     for b in (min(1 << i, most) for i in range((most - 1).bit_length() + 1)):
         r = memory_ceiling(m, g, gpus, b, **kw)
@@ -506,12 +449,7 @@ def _bandwidth(
         if r.tok_s_per_gpu >= comp_tps:
             break
     assert best is not None
-    chosen, mem = best
-    notes.append(
-        f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
-        f"{plural(gpus, 'GPU')}), the claimant's free choice"
-    )
-    return replace(mem, formula=mem.formula + f" (best batch {chosen:,})"), chosen
+    return best[0], replace(best[1], formula=best[1].formula + f" (best batch {best[0]:,})")
 
 
 def check_claim(
@@ -542,19 +480,27 @@ def check_claim(
     longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
     kv_dtype, notes = _kv_layout(m, kv_dtype, phase, context, isl)
     claimed = tok_s / gpus if per == "total" else tok_s
-    w = workload(
-        claimed,
-        phase,
-        counted,
+    if counted == "output":
+        out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
+    elif counted == "input":
+        inp, out = claimed, claimed * osl / isl if isl and osl else 0.0
+    else:
+        assert isl and osl
+        out, inp = claimed * osl / (isl + osl), claimed * isl / (isl + osl)
+    w = Workload(
+        counted=counted,
         isl=isl,
         osl=osl,
-        context=context,
+        decode_context=context if context is not None else (isl + (osl or 0) / 2 if isl else 0.0),
+        prefill_prefix=isl * cached_share + isl * (1 - cached_share) / 2 if isl else context or 0.0,
         cached_share=cached_share,
-        batch=batch,
+        concurrency=batch,
         tokens_per_step=tokens_per_step,
-        verify=verify_tokens(m, tokens_per_step),
+        verify_tokens=verify_tokens(m, tokens_per_step),
         kv_dtype=kv_dtype,
         weights=sv.text,
+        output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
+        new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
     )
     return Check(
         model=m.id,
@@ -621,8 +567,20 @@ def _ceilings(
         )
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
-        most = cap.sequences * gpus
-        mem, chosen = _bandwidth(m, g, gpus, w, comp.tok_s_per_gpu, most, notes, active_scale)
+        kw: dict[str, Any] = dict(
+            context=w.decode_context,
+            tokens_per_step=w.tokens_per_step,
+            kv_dtype=w.kv_dtype,
+            active_scale=active_scale,
+        )
+        if w.concurrency is None:  # the best batch that fits, the claimant's free choice
+            chosen, mem = _best_batch(m, g, gpus, cap.sequences * gpus, comp.tok_s_per_gpu, kw)
+            notes.append(
+                f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
+                f"{plural(gpus, 'GPU')}), the claimant's free choice"
+            )
+        else:
+            mem = memory_ceiling(m, g, gpus, w.concurrency, **kw)
         ceilings.append(mem)
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
