@@ -480,13 +480,6 @@ def test_this_run_reads_a_trace(run_cli):
     assert "no trace given" not in d["this_run"]["reason"]
 
 
-def test_input_errors_from_the_function():
-    with pytest.raises(InputError, match="phase"):
-        check.check_claim(V41, "gb300", 1, 5, phase="train")
-    with pytest.raises(InputError, match="tokens_per_step"):
-        check.check_claim(V41, "gb300", 1, 5, tokens_per_step=0.5)
-
-
 @pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf")])
 def test_a_rate_computed_from_a_trace_that_is_not_positive_is_refused(rate):
     # the one guard left inside check_claim: chapters pass rates they computed, not flags
