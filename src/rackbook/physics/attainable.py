@@ -160,19 +160,6 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
     return float(np.interp(x, xs, ys))
 
 
-def scaled(
-    seconds: float,
-    nbytes: tuple[float, float],
-    flops: tuple[float, float],
-    bw: tuple[float, float],
-    peak: tuple[float, float],
-) -> float:
-    """``seconds`` timed on the calibration GPU, on the target at the same roofline fraction."""
-    r_cal = max(nbytes[0] / bw[0], flops[0] / peak[0])
-    r_tgt = max(nbytes[1] / bw[1], flops[1] / peak[1] if peak[1] > 0 else math.inf)
-    return seconds * r_tgt / r_cal if r_cal > 0 else seconds
-
-
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
     """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys."""
     if keys <= 0 or sequences <= 0:
@@ -192,7 +179,7 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens (:func:`scaled`)."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens, scaled from the timing."""
     if tokens <= 0:
         return 0.0
     m, a = model.moe, model.architecture
@@ -212,13 +199,11 @@ def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: fl
     run = gpu.run_precision(dtype)
     peak_t = gpu.flops(run) or 0.0
     peak_c = eff.spec_flops.get(cd, max(eff.spec_flops.values()))
-    return scaled(
-        t,
-        (b_cal, roofline.expert_bytes(model)),
-        (f_cal, f_t),
-        (eff.spec_bw, gpu.hbm_bandwidth_bytes_per_s),
-        (peak_c, peak_t),
-    )
+    # the target at the calibration's fraction of the roofline
+    r_cal = max(b_cal / eff.spec_bw, f_cal / peak_c)
+    r_bw = roofline.expert_bytes(model) / gpu.hbm_bandwidth_bytes_per_s
+    r_tgt = max(r_bw, f_t / peak_t if peak_t > 0 else math.inf)
+    return t * r_tgt / r_cal if r_cal > 0 else t
 
 
 def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
@@ -228,13 +213,9 @@ def dense_flops(eff: Efficiencies, gpu: GpuSpec, dtype: str) -> float:
     return frac * float(gpu.flops(run) or 0.0)
 
 
-def nvlink_domain(gpu: GpuSpec) -> int | None:
-    """GPUs one NVLink domain of ``gpu`` holds: the largest catalog system built from it."""
-    return _domain(gpu.id)
-
-
 @functools.lru_cache(maxsize=64)
-def _domain(gpu_id: str) -> int | None:
+def nvlink_domain(gpu_id: str) -> int | None:
+    """GPUs one NVLink domain of GPU ``gpu_id`` holds: the largest catalog system built from it."""
     sizes = [s.gpus for s in catalogs.load_hardware().systems.values() if s.gpu == gpu_id]
     return max(sizes) if sizes else None
 
@@ -544,7 +525,7 @@ def estimate(
     eff = efficiencies(calibration)
     dep, why = choose_deployment(gpus, work.concurrency, deployment)
     notes: list[str] = []
-    dom = nvlink_domain(g)
+    dom = nvlink_domain(g.id)
     if dom is not None and gpus > dom:
         notes.append(
             f"{gpus} GPUs span more than one NVLink domain of {dom}: the network between "

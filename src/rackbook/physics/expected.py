@@ -193,15 +193,6 @@ def deployment_name(tp: int, gpus: int) -> str:
     return "tp-ep" if tp == gpus else f"hybrid tp{tp}"
 
 
-def tp_widths(gpus: int, domain: int | None) -> list[int]:
-    """Attention TP widths tried: powers of two dividing ``gpus`` within one NVLink domain."""
-    dom = domain or gpus
-    out = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
-    if gpus <= dom and gpus not in out:
-        out.append(gpus)
-    return out
-
-
 def _context(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
@@ -283,7 +274,7 @@ def _network(
     m, a = model.moe, model.architecture
     assert m.experts_per_token and a.hidden_size and a.num_layers
     link = (gpu.nvlink_bandwidth_bytes_per_s or 0.0) / 2 or _nic_of(gpu.id)
-    inside = min(attainable.nvlink_domain(gpu) or gpus, gpus)
+    inside = min(attainable.nvlink_domain(gpu.id) or gpus, gpus)
     vals = toks / tp * m.experts_per_token * a.hidden_size * 3  # bytes: 1 out + 2 back
     far, near = (gpus - inside) / gpus, (inside - 1) / gpus
     out = moe_layers * vals * (near / link + far / _nic_of(gpu.id))
@@ -454,7 +445,10 @@ def _kv_note(m: ModelSpec, context: float) -> str:
 
 
 def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    widths = tp_widths(gpus, attainable.nvlink_domain(g))
+    """Attention TP widths tried: powers of two dividing ``gpus`` within one NVLink domain."""
+    dom = attainable.nvlink_domain(g.id) or gpus
+    widths = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
+    widths += [gpus] if gpus <= dom and gpus not in widths else []
     if deployment is None:
         return widths
     want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
