@@ -398,23 +398,6 @@ def prefill_ceiling(
     return out
 
 
-def _decode_compute(
-    m: ModelSpec, g: GpuSpec, w: Workload, active_scale: float
-) -> tuple[PerGpuCeiling, list[str]]:
-    comp = roofline.compute_ceiling_tokens_per_s(
-        m, g, "decode", active_scale=active_scale, context=w.decode_context
-    )
-    keep, verify = w.tokens_per_step, w.verify_tokens
-    tps = comp.tokens_per_s * keep / verify
-    formula = comp.formula
-    if verify > 1:
-        formula += (
-            f"; a step verifies {verify} tokens and keeps {keep:g}: "
-            f"{comp.tokens_per_s:,.0f} x {keep:g} / {verify} = {tps:,.0f} tokens/s kept"
-        )
-    return PerGpuCeiling("compute", tps, formula, "decode"), list(comp.notes)
-
-
 def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
     if cap.what_does_not_fit is not None:
         return f"{cap.formula} on {gpu.name}"
@@ -467,7 +450,13 @@ def check_claim(
     m = sv.model
     phase, counted = phase_and_counted(phase, counted, isl, osl, gpus)
     longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
-    kv_dtype, notes = _kv_layout(m, kv_dtype, phase, context, isl)
+    kv_dtype, notes = kv_dtype or narrowest_kv_dtype(m), []
+    if kv_dtype is None:
+        if context or isl:
+            raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
+        notes.append("KV layout unknown: context reads and KV memory are not counted")
+    if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
+        notes.append("no context given: decode reads no context (the most permissive case)")
     claimed = tok_s / gpus if per == "total" else tok_s
     if counted == "output":
         out, inp = claimed, claimed * isl / osl if isl and osl else 0.0
@@ -508,20 +497,6 @@ def check_claim(
     )
 
 
-def _kv_layout(
-    m: ModelSpec, kv_dtype: str | None, phase: str, context: float | None, isl: float | None
-) -> tuple[str | None, list[str]]:
-    kv_dtype = kv_dtype or narrowest_kv_dtype(m)
-    notes: list[str] = []
-    if kv_dtype is None:
-        if context or isl:
-            raise InputError(m.file, "kv_cache", "KV layout unknown: cannot judge a context")
-        notes.append("KV layout unknown: context reads and KV memory are not counted")
-    if phase in ("decode", "mixed") and not context and not isl and kv_dtype:
-        notes.append("no context given: decode reads no context (the most permissive case)")
-    return kv_dtype, notes
-
-
 def _ceilings(
     m: ModelSpec,
     g: GpuSpec,
@@ -536,8 +511,15 @@ def _ceilings(
     ceilings: list[PerGpuCeiling] = []
     comp = None
     if phase in ("decode", "mixed"):
-        comp, comp_notes = _decode_compute(m, g, w, active_scale)
-        notes.extend(comp_notes)
+        c = roofline.compute_ceiling_tokens_per_s(
+            m, g, "decode", active_scale=active_scale, context=w.decode_context
+        )
+        keep, verify = w.tokens_per_step, w.verify_tokens
+        tps = c.tokens_per_s * keep / verify
+        kept = f"; a step verifies {verify} tokens and keeps {keep:g}: {c.tokens_per_s:,.0f} x "
+        kept += f"{keep:g} / {verify} = {tps:,.0f} tokens/s kept"
+        comp = PerGpuCeiling("compute", tps, c.formula + (kept if verify > 1 else ""), "decode")
+        notes.extend(c.notes)
         ceilings.append(comp)
     held = w.decode_context or longest  # on average; a prefill-only figure: its input
     cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype, offload=True)
