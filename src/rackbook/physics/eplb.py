@@ -400,32 +400,22 @@ def evaluate(
     }
 
 
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4f}"
-
-
 def cli_eplb(args: argparse.Namespace) -> int:
     """``rackbook eplb LOADS --ep-size N --redundant R [--groups G] [--nodes K] [--json]``."""
     path = Path(args.loads)
     loads = read_loads(path)
     res = evaluate(loads, args.ep_size, args.redundant, args.groups, args.nodes, source=path)
+    f = {k: "n/a" if v is None else f"{v:.4f}" for k, v in res.items() if not isinstance(v, str)}
     print(
         f"{path}: {res['num_layers']} layers x {res['num_logical_experts']} experts, "
         f"EP {res['ep_size']}, {res['num_physical_experts']} physical experts "
-        f"({res['redundant']} redundant), {res['policy']} EPLB"
-    )
-    print(
-        f"balancedness (vLLM): static {_fmt(res['balancedness_static'])} "
-        f"-> EPLB {_fmt(res['balancedness_eplb'])}"
-    )
-    print(
+        f"({res['redundant']} redundant), {res['policy']} EPLB\n"
+        f"balancedness (vLLM): static {f['balancedness_static']} -> EPLB {f['balancedness_eplb']}\n"
         f"balancedness (legacy axis, vLLM ~2025-08..2026-08): static "
-        f"{_fmt(res['balancedness_static_legacy'])} -> EPLB {_fmt(res['balancedness_eplb_legacy'])}"
-    )
-    print(
-        f"MoE throughput vs uniform routing (slowest rank sets the step): "
-        f"{_fmt(res['fraction_of_uniform'])} of uniform, "
-        f"{_fmt(res['fraction_recovered_gap'])} of the static-to-uniform gap recovered"
+        f"{f['balancedness_static_legacy']} -> EPLB {f['balancedness_eplb_legacy']}\n"
+        "MoE throughput vs uniform routing (slowest rank sets the step): "
+        f"{f['fraction_of_uniform']} of uniform, "
+        f"{f['fraction_recovered_gap']} of the static-to-uniform gap recovered"
     )
     if args.json:
         print(json.dumps({**res, "source": str(path)}, allow_nan=False))
