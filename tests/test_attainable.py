@@ -152,9 +152,10 @@ def test_kv_capacity_limits_the_batch():
     a = at.for_check(c)
     assert a.ratio == float("inf") and a.tok_s_per_gpu == 0
     assert "measured kernels cannot reach it: the batch does not fit in this deployment" in a.text
-    n, _ = at._capacity(  # noqa: SLF001
-        catalogs.as_model(V41), catalogs.as_gpu("gb300"), 72, 1_000_000, "fp4", "dp-ep"
-    )
+    assert "(dense on every GPU, experts spread; each sequence's KV on its GPU): 19,872" in a.text
+    n = check.capacity(
+        catalogs.as_model(V41), catalogs.as_gpu("gb300"), 72, context=1_000_000, tp=1, most=1e9
+    ).sequences
     assert n == 276 * 72 == (259.2e9 - 12_429_004_800) // 892_703_360 * 72
 
 

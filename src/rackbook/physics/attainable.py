@@ -231,21 +231,6 @@ class Estimate:
     formula: str
 
 
-def _capacity(
-    model: ModelSpec, gpu: GpuSpec, gpus: int, context: float, kv_dtype: str | None, deployment: str
-) -> tuple[float, str]:
-    dp = deployment == "dp-ep"
-    most = check.MAX_BATCH * (gpus if dp else 1)
-    kw: dict[str, Any] = dict(context=context, kv_dtype=kv_dtype, tp=1 if dp else None, most=most)
-    cap = check.capacity(model, gpu, gpus, **kw)
-    how = (
-        "dense on every GPU, experts spread; each sequence's KV on its GPU"
-        if dp
-        else "all weights spread; every GPU holds every sequence's compressed KV"
-    )
-    return float(cap.sequences), f"{cap.formula} ({how}): {cap.sequences:,.0f} sequences"
-
-
 def _dense_part(
     model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, shards: int, tokens: float
 ) -> dict[str, float]:
@@ -254,34 +239,6 @@ def _dense_part(
     t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
     t_gemm = 2 * (split.dense_params / shards) * tokens / flops
     return {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
-
-
-def _context_parts(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    eff: Efficiencies,
-    context: float,
-    kv_dtype: str | None,
-    sequences: float,
-    heads_split: int,
-) -> dict[str, float]:
-    if not (kv_dtype and context):
-        return {}
-    bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
-    ratio_bw = eff.spec_bw / bw
-    srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
-    keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
-    scan = sum(scan_seconds(eff, k, sequences) for k in keys) * ratio_bw / heads_split
-    cr = roofline.context_reads(model, context, "decode", kv_dtype)
-    reads = (cr.rows + cr.pool + cr.window) * sequences / (eff.stream * bw)
-    layers = model.architecture.num_layers
-    assert layers
-    lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
-    att = layers * (lat * ratio_bw)
-    parts = {"index scan": scan} if scan else {}
-    if att or reads:
-        parts["attention" if att >= reads else "context reads"] = max(att, reads)
-    return parts
 
 
 def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
@@ -322,8 +279,19 @@ def decode_step(
     per_expert = tokens * m.experts_per_token / distinct if distinct else 0.0
     mine = distinct / min(gpus, m.num_routed_experts) if distinct else 0.0
     parts["experts"] = split.moe_layers * mine * expert_seconds(eff, model, gpu, per_expert)
-    mine_seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
-    parts |= _context_parts(model, gpu, eff, context, kv_dtype, mine_seqs, shards)
+    seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
+    if kv_dtype and context:
+        bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
+        srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
+        keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
+        scan = sum(scan_seconds(eff, k, seqs) for k in keys) * (eff.spec_bw / bw) / shards
+        cr = roofline.context_reads(model, context, "decode", kv_dtype)
+        reads = (cr.rows + cr.pool + cr.window) * seqs / (eff.stream * bw)
+        lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
+        att = a.num_layers * (lat * (eff.spec_bw / bw))
+        parts |= {"index scan": scan} if scan else {}
+        if att or reads:
+            parts["attention" if att >= reads else "context reads"] = max(att, reads)
     if verify > 1 and model.speculative is not None:
         stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
         parts["drafter"] = roofline.draft_bytes(model) / shards / stream
@@ -468,15 +436,6 @@ def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
     return text
 
 
-def choose_deployment(gpus: int, batch: float | None, deployment: str | None) -> tuple[str, str]:
-    """The deployment and why: as asked, else dp-ep, or tp-ep with fewer sequences than GPUs."""
-    if deployment is not None:
-        return deployment, "as asked"
-    if batch is not None and batch < gpus:
-        return "tp-ep", f"assumed: {plural(whole(batch), 'sequence')} on {plural(gpus, 'GPU')}"
-    return "dp-ep", "assumed: the default for this model on a rack"
-
-
 def _decode_estimate(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -486,7 +445,16 @@ def _decode_estimate(
     deployment: str,
     notes: list[str],
 ) -> Estimate:
-    cap, cap_text = _capacity(model, gpu, gpus, w.decode_context, w.kv_dtype, deployment)
+    dp = deployment == "dp-ep"
+    kw: dict[str, Any] = dict(context=w.decode_context, kv_dtype=w.kv_dtype, tp=1 if dp else None)
+    c = check.capacity(model, gpu, gpus, most=check.MAX_BATCH * (gpus if dp else 1), **kw)
+    cap = float(c.sequences)
+    how = (
+        "dense on every GPU, experts spread; each sequence's KV on its GPU"
+        if dp
+        else "all weights spread; every GPU holds every sequence's compressed KV"
+    )
+    cap_text = f"{c.formula} ({how}): {c.sequences:,.0f} sequences"
     batch = w.concurrency
     if cap < 1 or (batch is not None and batch > cap):
         notes.append(f"the batch does not fit in this deployment: {cap_text}")
@@ -523,7 +491,11 @@ def estimate(
     """The attainable reading of ``claimed`` tok/s per GPU doing ``work`` (phases share time)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(gpu)
     eff = efficiencies(calibration)
-    dep, why = choose_deployment(gpus, work.concurrency, deployment)
+    dep, why, batch = deployment or "dp-ep", "as asked", work.concurrency
+    if deployment is None and batch is not None and batch < gpus:
+        dep, why = "tp-ep", f"assumed: {plural(whole(batch), 'sequence')} on {plural(gpus, 'GPU')}"
+    elif deployment is None:
+        why = "assumed: the default for this model on a rack"
     notes: list[str] = []
     dom = nvlink_domain(g.id)
     if dom is not None and gpus > dom:
