@@ -446,8 +446,10 @@ def _decode_estimate(
     notes: list[str],
 ) -> Estimate:
     dp = deployment == "dp-ep"
-    kw: dict[str, Any] = dict(context=w.decode_context, kv_dtype=w.kv_dtype, tp=1 if dp else None)
-    c = check.capacity(model, gpu, gpus, most=check.MAX_BATCH * (gpus if dp else 1), **kw)
+    most, tp = check.MAX_BATCH * (gpus if dp else 1), 1 if dp else None
+    c = check.capacity(
+        model, gpu, gpus, context=w.decode_context, kv_dtype=w.kv_dtype, tp=tp, most=most
+    )
     cap = float(c.sequences)
     how = (
         "dense on every GPU, experts spread; each sequence's KV on its GPU"
