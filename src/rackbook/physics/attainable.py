@@ -231,16 +231,6 @@ class Estimate:
     formula: str
 
 
-def _dense_part(
-    model: ModelSpec, gpu: GpuSpec, eff: Efficiencies, shards: int, tokens: float
-) -> dict[str, float]:
-    split = roofline.weight_split(model, "decode")
-    flops = dense_flops(eff, gpu, split.dense_dtype)
-    t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
-    t_gemm = 2 * (split.dense_params / shards) * tokens / flops
-    return {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
-
-
 def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
     k, h = model.moe.experts_per_token, model.architecture.hidden_size
     assert k and h
@@ -273,8 +263,11 @@ def decode_step(
     shards = gpus if tp else 1  # the GPUs one sequence's dense weights and index heads span
     tokens = batch * verify  # over all the GPUs
     local = batch if tp else batch / min(batch, gpus)  # sequences a GPU with sequences serves
-    parts = _dense_part(model, gpu, eff, shards, tokens if tp else local * verify)
     split = roofline.weight_split(model, "decode")
+    t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    flops = dense_flops(eff, gpu, split.dense_dtype)
+    t_gemm = 2 * (split.dense_params / shards) * (tokens if tp else local * verify) / flops
+    parts = {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
     distinct = roofline.distinct_experts(m.num_routed_experts, m.experts_per_token, tokens)
     per_expert = tokens * m.experts_per_token / distinct if distinct else 0.0
     mine = distinct / min(gpus, m.num_routed_experts) if distinct else 0.0

@@ -59,21 +59,6 @@ def verify_tokens(model: ModelSpec, tokens_per_step: float) -> int:
     return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
 
 
-def phase_and_counted(
-    phase: str | None, counted: str | None, isl: float | None, osl: float | None, gpus: int
-) -> tuple[str, str]:
-    """The phase and the tokens counted, defaults filled; InputError for an impossible pair."""
-    if counted is None:
-        counted = "input" if phase == "prefill" else "output"
-    if phase is None:
-        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
-    if counted == "total" and not (isl and osl):
-        raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
-    if (phase, counted) in (("prefill", "output"), ("decode", "input")):
-        raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
-    return phase, counted
-
-
 def longest_sequence(
     m: ModelSpec,
     gpus: int,
@@ -368,48 +353,6 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     return next((d for d in catalogs.PRECISIONS if getattr(table, d) is not None), None)
 
 
-def prefill_ceiling(
-    model: ModelSpec,
-    gpu: GpuSpec,
-    prefix: float,
-    kv_dtype: str | None = "fp4",
-    active_scale: float = 1.0,
-) -> list[PerGpuCeiling]:
-    """New-token prefill ceilings per GPU behind ``prefix`` tokens: compute and the KV read."""
-    comp = roofline.compute_ceiling_tokens_per_s(
-        model, gpu, "prefill", active_scale=active_scale, context=prefix
-    )
-    out = [PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "prefill")]
-    if kv_dtype and prefix:
-        r = roofline.context_reads(model, prefix, "prefill", kv_dtype)
-        bw = gpu.hbm_bandwidth_bytes_per_s
-        per_token = r.total / PREFILL_CHUNK
-        tps = bw / per_token if per_token else math.inf
-        out.append(
-            PerGpuCeiling(
-                "KV read",
-                tps,
-                f"{r.formula.replace(' per token', '')} read once per chunk of {PREFILL_CHUNK} new "
-                f"tokens = {fmt(per_token, 'B')} per new token; {fmt(bw, 'B/s')} / "
-                f"{fmt(per_token, 'B')} = {tps:,.0f} new tokens/s",
-                "prefill",
-            )
-        )
-    return out
-
-
-def _does_not_fit(cap: Capacity, batch: float | None, gpus: int, gpu: GpuSpec) -> str | None:
-    if cap.what_does_not_fit is not None:
-        return f"{cap.formula} on {gpu.name}"
-    if batch is not None and batch > cap.sequences * gpus:
-        return (
-            f"the KV cache does not fit: {batch:,.0f} sequences of {cap.context:,.0f} tokens need "
-            f"{fmt(batch / gpus * cap.per_sequence_bytes, 'B')} per GPU; at most "
-            f"{cap.sequences:,} per GPU fit ({cap.formula})"
-        )
-    return None
-
-
 def _best_batch(
     m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
 ) -> tuple[int, PerGpuCeiling]:
@@ -448,7 +391,14 @@ def check_claim(
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
     m = sv.model
-    phase, counted = phase_and_counted(phase, counted, isl, osl, gpus)
+    if counted is None:
+        counted = "input" if phase == "prefill" else "output"
+    if phase is None:
+        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
+    if counted == "total" and not (isl and osl):
+        raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
+    if (phase, counted) in (("prefill", "output"), ("decode", "input")):
+        raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
     longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
     kv_dtype, notes = kv_dtype or narrowest_kv_dtype(m), []
     if kv_dtype is None:
@@ -525,7 +475,13 @@ def _ceilings(
     cap = capacity(m, g, gpus, context=held, longest=longest, kv_dtype=w.kv_dtype, offload=True)
     room = math.inf if cap.sequences else 0.0
     ceilings.append(PerGpuCeiling("memory capacity", room, cap.formula))
-    why = _does_not_fit(cap, w.concurrency, gpus, g)
+    why = f"{cap.formula} on {g.name}" if cap.what_does_not_fit is not None else None
+    if why is None and w.concurrency is not None and w.concurrency > cap.sequences * gpus:
+        why = (
+            f"the KV cache does not fit: {w.concurrency:,.0f} sequences of {cap.context:,.0f} "
+            f"tokens need {fmt(w.concurrency / gpus * cap.per_sequence_bytes, 'B')} per GPU; at "
+            f"most {cap.sequences:,} per GPU fit ({cap.formula})"
+        )
     if why is not None:
         notes.insert(0, why)
         return dict(
@@ -556,7 +512,21 @@ def _ceilings(
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        pre = prefill_ceiling(m, g, w.prefill_prefix, w.kv_dtype, active_scale)
+        prefix = w.prefill_prefix
+        c = roofline.compute_ceiling_tokens_per_s(
+            m, g, "prefill", active_scale=active_scale, context=prefix
+        )
+        pre = [PerGpuCeiling("compute", c.tokens_per_s, c.formula, "prefill")]
+        if w.kv_dtype and prefix:  # the prefix's caches read once per chunk of new tokens
+            r = roofline.context_reads(m, prefix, "prefill", w.kv_dtype)
+            bw, per_token = g.hbm_bandwidth_bytes_per_s, r.total / PREFILL_CHUNK
+            tps = bw / per_token if per_token else math.inf
+            formula = (
+                f"{r.formula.replace(' per token', '')} read once per chunk of {PREFILL_CHUNK} new "
+                f"tokens = {fmt(per_token, 'B')} per new token; {fmt(bw, 'B/s')} / "
+                f"{fmt(per_token, 'B')} = {tps:,.0f} new tokens/s"
+            )
+            pre.append(PerGpuCeiling("KV read", tps, formula, "prefill"))
         ceilings.extend(pre)
         binding["prefill"] = min(pre, key=lambda r: r.tok_s_per_gpu)
         fractions["prefill"] = w.new_input_tok_s_per_gpu / binding["prefill"].tok_s_per_gpu
