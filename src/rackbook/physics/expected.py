@@ -384,8 +384,24 @@ def expected(
     keep = min(max(1.0, work.tokens_per_step), float(verify))
     work = replace(work, verify_tokens=verify, tokens_per_step=keep)
     context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
-    notes = [n for n in (_kv_note(m, context or prefix),) if n]
-    widths = _widths(g, gpus, deployment)
+    notes, rel = [], m.kv_cache.relative_to
+    if m.kv_cache.compression_ratios is None and (context or prefix):
+        notes.append(
+            f"{m.name}'s KV layout is not in the catalog: context costs "
+            + (
+                f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
+                if rel
+                else "not counted"
+            )
+        )
+    dom = attainable.nvlink_domain(g.id) or gpus  # TP widths: powers of two in one NVLink domain
+    widths = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
+    widths += [gpus] if gpus <= dom and gpus not in widths else []
+    if deployment is not None:
+        want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
+        if want is None or want not in widths:
+            raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
+        widths = [want]
     terms: dict[str, dict[str, float]] = {}
     shares: dict[str, float] = {}
     best: Step | None = None
@@ -431,30 +447,6 @@ def expected(
         tuple(notes),
         fit.source,
     )
-
-
-def _kv_note(m: ModelSpec, context: float) -> str:
-    if m.kv_cache.compression_ratios is not None or not context:
-        return ""
-    rel = m.kv_cache.relative_to
-    return f"{m.name}'s KV layout is not in the catalog: context costs " + (
-        f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
-        if rel
-        else "not counted"
-    )
-
-
-def _widths(g: GpuSpec, gpus: int, deployment: str | None) -> list[int]:
-    """Attention TP widths tried: powers of two dividing ``gpus`` within one NVLink domain."""
-    dom = attainable.nvlink_domain(g.id) or gpus
-    widths = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
-    widths += [gpus] if gpus <= dom and gpus not in widths else []
-    if deployment is None:
-        return widths
-    want = {"dp-ep": 1, "tp-ep": gpus}.get(deployment)
-    if want is None or want not in widths:
-        raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
-    return [want]
 
 
 def _best_decode(

@@ -42,14 +42,9 @@ def eplb_imbalance(num_experts: int, ep: int, assignments: float) -> float:
     return 1.0 / max(float(r["balancedness_eplb"]), 1e-9)
 
 
-def _log2_grid() -> list[float]:
-    k = round(math.log2(MAX_ASSIGNMENTS) / LOG2_STEP)
-    return [i * LOG2_STEP for i in range(k + 1)]
-
-
 def build(experts: tuple[int, ...] = EXPERTS) -> dict[str, Any]:
     """The table document: generator, inputs, and per expert count the imbalance by EP size."""
-    grid = _log2_grid()
+    grid = [i * LOG2_STEP for i in range(round(math.log2(MAX_ASSIGNMENTS) / LOG2_STEP) + 1)]
     tables = {}
     for e in experts:
         eps = [p for p in EP_GRID if p <= e]

@@ -90,15 +90,6 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
     return sum((Fraction(1, r) for r in ratios), Fraction(0))
 
 
-def indexed_rows_per_token(model: ModelSpec) -> Fraction:
-    """Rows per token carrying an index key (the index-source layers', else every row)."""
-    kc, a = model.kv_cache, model.attention
-    if a is None:
-        return kv_rows_per_token(model)
-    by_layer = dict(zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True))
-    return sum((Fraction(1, by_layer[s]) for s in a.index_sources if s in by_layer), Fraction(0))
-
-
 def kv_row_values(model: ModelSpec) -> tuple[int, int]:
     """Values of one row: (compressed KV, indexer key)."""
     a = model.architecture
@@ -126,7 +117,13 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     idx_row = fmts.indexer.bytes_for(idx_vals)
     ratios = model.kv_cache.compression_ratios or []
     layers = model.kv_cache.owning_layers or []
-    idx_rows = indexed_rows_per_token(model)
+    att, by_layer = model.attention, dict(zip(layers, ratios, strict=True))
+    idx = att.index_sources if att is not None else []  # rows carrying an index key
+    idx_rows = (
+        rows
+        if att is None
+        else sum((Fraction(1, by_layer[s]) for s in idx if s in by_layer), Fraction(0))
+    )
     total = rows * kv_row + idx_rows * idx_row
 
     def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
@@ -333,14 +330,6 @@ class Served:
     stated: bool
 
 
-def _formats(model: ModelSpec) -> list[tuple[str, str, str]]:
-    w = model.weights
-    dense = w.dense_dtype or "bf16"
-    out: list[tuple[str, str, str]] = [(w.routed_expert_dtype or dense, dense, "as published")]
-    out += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
-    return out
-
-
 def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
     w = model.weights
     if (routed, dense) == (w.routed_expert_dtype, w.dense_dtype):
@@ -358,7 +347,10 @@ def _with_format(model: ModelSpec, routed: str, dense: str) -> ModelSpec:
 
 def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
     """The weights a bound reads: ``expert_dtype`` when stated, else the fewest stored bytes."""
-    formats = _formats(model)
+    w = model.weights
+    dense = w.dense_dtype or "bf16"
+    formats = [(w.routed_expert_dtype or dense, dense, "as published")]
+    formats += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
     if expert_dtype is not None:
         check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
         match = [f for f in formats if f[0] == expert_dtype]
@@ -466,25 +458,10 @@ def _rows(model: ModelSpec, context: float, phase: str) -> tuple[float, float, f
         return 0.0, 0.0, every, every
     scan = sum(context / r for lay, r, _ in srcs if lay in att.index_sources)
     rows = sum(c * min(att.index_topk, context / r) for _, r, c in srcs)
-    pool = _pool_layers(model, phase) * min(att.candidate_rows, context)
+    last = max(att.index_sources) if att.index_sources else 0  # re-indexing after the sources
+    reindex = att.reindex_layers if last < phase_layers(model, phase) else 0
+    pool = reindex * min(att.candidate_rows, context)
     return scan, pool, rows, every
-
-
-def _pool_layers(model: ModelSpec, phase: str) -> int:
-    att = model.attention
-    if att is None or not att.reindex_layers:
-        return 0
-    last = max(att.index_sources) if att.index_sources else 0
-    return att.reindex_layers if last < phase_layers(model, phase) else 0
-
-
-def _row_and_key_flops(model: ModelSpec) -> tuple[int, int]:
-    a = model.architecture
-    need(model, architecture__num_attention_heads=a.num_attention_heads)
-    assert a.num_attention_heads is not None
-    qk = kv_row_values(model)[0]
-    v = a.mla.kv_lora_rank if a.mla is not None else qk
-    return 2 * a.num_attention_heads * (qk + v), 2 * a.num_attention_heads * (a.index_head_dim or 0)
 
 
 @dataclass(frozen=True)
@@ -510,10 +487,18 @@ def attention_flops(
     """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
     n = phase_layers(m, phase)
-    row, key = _row_and_key_flops(m)
+    a = m.architecture
+    need(m, architecture__num_attention_heads=a.num_attention_heads)
+    assert a.num_attention_heads is not None
+    qk = kv_row_values(m)[0]
+    v = a.mla.kv_lora_rank if a.mla is not None else qk
+    row, key = (
+        2 * a.num_attention_heads * (qk + v),
+        2 * a.num_attention_heads * (a.index_head_dim or 0),
+    )
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
-    win = n * min(m.architecture.sliding_window or 0, context) * row
+    win = n * min(a.sliding_window or 0, context) * row
     return AttentionFlops(phase, int(context), scan, pool, rows, win)
 
 
