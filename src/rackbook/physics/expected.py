@@ -407,10 +407,7 @@ def expected(
     best: Step | None = None
     batch_text = ""
     if phase in ("decode", "mixed"):
-        asked = decode_batch if decode_batch is not None else work.concurrency
-        best, batch_text = _best_decode(
-            m, g, gpus, eff, fit, widths, work, asked, decode_batch, tpot_ms
-        )
+        best, batch_text = _best_decode(m, g, gpus, eff, fit, widths, work, decode_batch, tpot_ms)
         if best is None:
             fits = any(capacity(m, g, gpus, tp, context, kv_dtype) >= 1 for tp in widths)
             notes.append(
@@ -457,11 +454,10 @@ def _best_decode(
     fit: Fit,
     widths: list[int],
     work: Workload,
-    asked: float | None,
     derived: float | None,
     tpot_ms: float | None,
 ) -> tuple[Step | None, str]:
-    tps = work.tokens_per_step
+    tps, asked = work.tokens_per_step, derived if derived is not None else work.concurrency
     kw: dict[str, Any] = dict(
         context=work.decode_context,
         verify=work.verify_tokens,
@@ -545,7 +541,6 @@ def for_check(
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:
         decoding = max(1.0, littles_law(w.concurrency, w.osl, ttft_s, tpot_ms / 1e3))
-    model = c.spec if c.spec is not None else c.model
-    gpu = c.gpu_spec if c.gpu_spec is not None else c.gpu
+    model, gpu = c.spec or c.model, c.gpu_spec or c.gpu
     kw |= dict(claimed=c.claimed_tok_s_per_gpu, phase=c.phase, tpot_ms=tpot_ms, ttft_s=ttft_s)
     return expected(model, gpu, c.gpus, w, decode_batch=decoding, **kw)

@@ -582,16 +582,14 @@ def compute_ceiling_tokens_per_s(
             notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
         peak = g.flops(run)
         assert peak is not None
-        t = 2 * params * active_scale / peak
-        seconds += t
+        seconds += 2 * params * active_scale / peak
         parts.append(f"2 x {eng(params * active_scale)} / {fmt(peak, 'FLOP/s')} ({run})")
     attn = 0.0
     if context:
-        af = attention_flops(m, context, phase)
         run = g.run_precision(split.dense_dtype)
         peak = g.flops(run)
         assert peak is not None
-        attn = af.total
+        attn = attention_flops(m, context, phase).total
         seconds += attn / peak
         parts.append(
             f"{eng(attn)} attention at {context:,.0f} tokens / {fmt(peak, 'FLOP/s')} ({run})"
