@@ -365,14 +365,13 @@ class Attainable:
     @property
     def binding(self) -> str:
         """The part of a step that takes the largest share of the GPUs' time."""
-        best, name = -1.0, ""
-        for ph, e in self.estimates.items():
-            total = sum(e.parts.values())
-            for k, v in e.parts.items():
-                share = self.shares.get(ph, 1.0) * v / total if total else 0.0
-                if share > best:
-                    best, name = share, k
-        return name
+        totals = {ph: sum(e.parts.values()) for ph, e in self.estimates.items()}
+        shares = [
+            (self.shares.get(ph, 1.0) * v / totals[ph] if totals[ph] else 0.0, k)
+            for ph, e in self.estimates.items()
+            for k, v in e.parts.items()
+        ]
+        return max(shares, key=lambda s: s[0], default=(0.0, ""))[1]  # the first of equals
 
     @property
     def text(self) -> str:
