@@ -31,6 +31,13 @@ FAMILIES: dict[str, str] = {
     "sparse_attention": "rows in the KV pool",
 }
 DTYPES = ("bf16", "fp8", "fp32", "")
+#: The kernel table's value rules (:func:`rackbook.core.schema.check_rules`).
+RULES: dict[str, schema.Rule] = {
+    "family": schema.one_of(FAMILIES),
+    "dtype": schema.one_of(DTYPES),
+    **{c: schema.within(0, above=True) for c in ("size", "seconds")},
+    **{c: schema.within(0) for c in ("bytes", "flops")},
+}
 #: The shipped default: one H200, converted from a reference measurement (not rackbook's run).
 SHIPPED = paths.DATA / "calibration" / "h200-reference"
 CONTENT = "calibration"
@@ -70,23 +77,11 @@ class Calibration:
 
 
 def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
-    """``df`` with only the kernel table's columns in exact dtypes, checked: known families and
-    dtypes, sizes and times > 0, bytes and FLOPs >= 0, no shape twice."""
+    """``df`` with only the kernel table's columns in exact dtypes, checked (:data:`RULES`, no
+    shape twice)."""
     cols = schema.CALIBRATION_KERNELS
     out = conform(df, "kernels", where, cols)[[c.name for c in cols]]
-    for name, allowed in (("family", list(FAMILIES)), ("dtype", list(DTYPES))):
-        bad = ~out[name].isin(allowed).to_numpy(bool)
-        if bad.any():
-            row = int(bad.argmax())
-            listed = ", ".join(map(repr, allowed))
-            problem = f"{out[name].iloc[row]!r} in row {row} is not one of {listed}"
-            raise InputError(where, f"kernels.{name}", problem)
-    for name in ("size", "seconds", "bytes", "flops"):  # conform refused NaN and infinity
-        vals = out[name].to_numpy(np.float64)
-        bad = vals <= 0 if name in ("size", "seconds") else vals < 0
-        if bad.any():
-            row = int(bad.argmax())
-            raise InputError(where, f"kernels.{name}", f"must be finite and > 0 (row {row})")
+    schema.check_rules(out, "kernels", where, RULES)
     dup = out.duplicated(["family", "dtype", "size"])
     if dup.any():
         row = int(dup.to_numpy().argmax())
