@@ -213,17 +213,15 @@ def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> p
 
 
 def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
-    """A :func:`point_validity` row, plus ``counts`` and ``first`` for :func:`refusal`."""
+    """A :func:`point_validity` row, plus ``flagged_text`` (counts and first reason)."""
     succ, flagged, valid = (int(g[k].sum()) for k in ("success", "flagged", "valid"))
     share = flagged / succ if succ else 0.0
     enough, acceptable = valid >= MIN_VALID_PER_POINT, share <= MAX_FLAGGED_SHARE
     counts = ", ".join(f"{int(g[k].sum())} {k}" for k in CHECKS if g[k].any())
-    first = g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
-    why = []
-    if flagged:
-        why.append(
-            f"{flagged} of {succ} requests flagged ({percent(share)}: {counts}; e.g. {first})"
-        )
+    text = f"{flagged} of {succ} requests flagged ({percent(share)}, at most "
+    text += f"{percent(MAX_FLAGGED_SHARE, 0)} allowed: {counts}); first: "
+    text += g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
+    why = [text] if flagged else []
     if not enough:
         why.append(f"{valid} valid requests (< {MIN_VALID_PER_POINT})")
     return {
@@ -237,8 +235,7 @@ def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
         "enough": enough,
         "acceptable": acceptable,
         "reason": "; ".join(why) if not (enough and acceptable) else "",
-        "counts": counts,
-        "first": first,
+        "flagged_text": text,
     }
 
 
@@ -251,13 +248,7 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
     """Why the recorder refuses ``point_id`` (over :data:`MAX_FLAGGED_SHARE` flagged), or None."""
     c = check_requests(trace)
     row = _point_row(point_id, c[c["point_id"] == point_id])
-    if row["acceptable"]:
-        return None
-    return (
-        f"{row['flagged']} of {row['successful']} requests flagged "
-        f"({percent(row['flagged_share'])} > "
-        f"{percent(MAX_FLAGGED_SHARE, 0)}: {row['counts']}); first: {row['first']}"
-    )
+    return None if row["acceptable"] else str(row["flagged_text"])
 
 
 @dataclass(frozen=True)
