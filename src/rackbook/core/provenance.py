@@ -50,15 +50,11 @@ def scrub(obj: Any, root: Path = ROOT) -> Any:
     return obj
 
 
-#: Raw artifacts whose text is scrubbed of the repository's absolute path.
-SCRUBBED_SUFFIXES = (".json", ".log", ".txt")
-
-
 def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
     """Rewrite raw artifacts under ``folder`` with :func:`repo_relative`; the files changed."""
     changed = []
     for f in sorted(folder.rglob("*")):
-        if f.is_file() and f.suffix in SCRUBBED_SUFFIXES:
+        if f.is_file() and f.suffix in (".json", ".log", ".txt"):
             text = f.read_text(encoding="utf-8", errors="surrogateescape")
             new = repo_relative(text, root)
             if new != text:
@@ -117,20 +113,8 @@ def hardware_inventory() -> dict[str, Any]:
     }
 
 
-#: Environment variables (by prefix) that change behaviour, kept in provenance.
+#: Environment variables (by prefix) that change behaviour, kept in provenance (secrets redacted).
 ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "OMP_", "CUDA_", "RACKBOOK_", "DO_NOT_TRACK")
-
-
-def redact_env(
-    env: dict[str, str] | None = None, prefixes: tuple[str, ...] = ENV_PREFIXES
-) -> dict[str, str]:
-    """Behaviour-changing environment variables with secrets replaced by ``<redacted>``."""
-    env = dict(os.environ if env is None else env)
-    return {
-        k: ("<redacted>" if _SECRET_NAME.search(k) else v)
-        for k, v in sorted(env.items())
-        if k.startswith(prefixes)
-    }
 
 
 def new_run_info(
@@ -154,7 +138,11 @@ def new_run_info(
         "engine": engine,
         "commands": commands,
         "parameters": parameters,
-        "environment": redact_env(),
+        "environment": {
+            k: ("<redacted>" if _SECRET_NAME.search(k) else v)
+            for k, v in sorted(os.environ.items())
+            if k.startswith(ENV_PREFIXES)
+        },
         "notes": notes,
         "recorded_by": getpass.getuser() if kind == "recorded" else None,
     }
@@ -162,10 +150,6 @@ def new_run_info(
         run["generator"] = generator
     run.update(extra)
     return scrub(run)
-
-
-#: Who states the GPUs of a trace whose ``hardware.declared`` is set.
-DECLARED_BY = "the user, at import (rackbook import --gpu ID --gpus N); not probed"
 
 
 def declared_hardware(
@@ -185,7 +169,7 @@ def declared_hardware(
             "name": name,
             "count": count,
             "catalog": catalog,
-            "by": DECLARED_BY,
+            "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
         },
         "importing_machine": importing_machine,
         "note": "the GPUs the benchmark ran on as the user declared them; the machine that "
