@@ -457,18 +457,11 @@ def refuse_overlap(
     ins = [(f, Path(p)) for f, p in inputs.items() if p is not None]
     for i, (fa, a) in enumerate(outs):
         for fb, b in outs[i + 1 :] + ins:
-            if _is_inside(b, a):
-                what = "is" if _is_inside(a, b) else "lies inside"
-                raise InputError(
-                    b,
-                    fb,
-                    f"{what} the output {fa} {a}, which would be replaced: keep the two "
-                    "apart (neither inside the other)",
-                )
-            if _is_inside(a, b):
-                raise InputError(
-                    a, fa, f"lies inside {fb} {b}: keep the two apart (neither inside the other)"
-                )
+            for (fi, inner), (fo, outer) in (((fb, b), (fa, a)), ((fa, a), (fb, b))):
+                if _is_inside(inner, outer):
+                    what = "is" if _is_inside(outer, inner) else "lies inside"
+                    problem = f"{what} {fo} {outer}: keep the two apart (neither inside the other)"
+                    raise InputError(inner, fi, problem)
 
 
 _SPECIAL = {
