@@ -24,9 +24,9 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 REPO = "$REPO"
 
 
-def repo_relative(text: str, root: Path = ROOT) -> str:
+def repo_relative(text: str) -> str:
     """``text`` with paths under the repository as ``$REPO/...`` and the home folder as ``~``."""
-    for base in dict.fromkeys((str(root), str(root.resolve()))):
+    for base in dict.fromkeys((str(ROOT), str(ROOT.resolve()))):
         text = text.replace(base + "/", REPO + "/").replace(base, REPO)
     home = os.path.expanduser("~")
     if home not in ("~", "/"):
@@ -34,29 +34,29 @@ def repo_relative(text: str, root: Path = ROOT) -> str:
     return text
 
 
-def expand_repo(text: str, root: Path = ROOT) -> str:
-    """The inverse of :func:`repo_relative` for ``$REPO``, with the checkout at ``root``."""
-    return text.replace(REPO, str(root))
+def expand_repo(text: str) -> str:
+    """The inverse of :func:`repo_relative` for ``$REPO``."""
+    return text.replace(REPO, str(ROOT))
 
 
-def scrub(obj: Any, root: Path = ROOT) -> Any:
+def scrub(obj: Any) -> Any:
     """:func:`repo_relative` applied to every string of a JSON-like object (a copy)."""
     if isinstance(obj, str):
-        return repo_relative(obj, root)
+        return repo_relative(obj)
     if isinstance(obj, dict):
-        return {k: scrub(v, root) for k, v in obj.items()}
+        return {k: scrub(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [scrub(v, root) for v in obj]
+        return [scrub(v) for v in obj]
     return obj
 
 
-def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
+def scrub_files(folder: Path) -> list[Path]:
     """Rewrite raw artifacts under ``folder`` with :func:`repo_relative`; the files changed."""
     changed = []
     for f in sorted(folder.rglob("*")):
         if f.is_file() and f.suffix in (".json", ".log", ".txt"):
             text = f.read_text(encoding="utf-8", errors="surrogateescape")
-            new = repo_relative(text, root)
+            new = repo_relative(text)
             if new != text:
                 f.write_text(new, encoding="utf-8", errors="surrogateescape")
                 changed.append(f)
