@@ -248,40 +248,32 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
 TOLERANCE = 0.15
 
 
-def _figure(family: str, nbytes: float, flops: float, seconds: float) -> tuple[float, str]:
-    """A row's figure in its family's unit: TB/s (HBM), TFLOP/s (dense GEMMs), else us."""
-    if family in ("hbm_read", "hbm_copy"):
-        return nbytes / seconds / 1e12, "TB/s"
-    if family == "dense_gemm":
-        return flops / seconds / 1e12, "TFLOP/s"
-    return seconds * 1e6, "us"
-
-
 def compare(
     measured: pd.DataFrame, reference: pd.DataFrame, tolerance: float = TOLERANCE
 ) -> pd.DataFrame:
-    """Each ``reference`` row beside ``measured``'s: unit, both figures (TB/s, TFLOP/s or us), ratio
-    (reference s / measured s) and flagged (off by over ``tolerance``, or not measured)."""
+    """Each ``reference`` row beside ``measured``'s: unit, both figures (TB/s for HBM, TFLOP/s for
+    dense GEMMs, else us), ratio (reference s / measured s) and flagged (off by over
+    ``tolerance``, or not measured)."""
     key = ["family", "dtype", "size"]
-    got = measured.set_index(key)["seconds"]
-    rows = []
-    for r in reference.itertuples(index=False):
-        ref_fig, unit = _figure(r.family, r.bytes, r.flops, r.seconds)
-        s = got.get((r.family, r.dtype, r.size), np.nan)  # validated: one row per shape
-        ratio = r.seconds / s if s == s else np.nan
-        rows.append(
-            {
-                "family": r.family,
-                "dtype": r.dtype,
-                "size": int(r.size),
-                "unit": unit,
-                "reference": ref_fig,
-                "measured": _figure(r.family, r.bytes, r.flops, s)[0] if s == s else np.nan,
-                "ratio": ratio,
-                "flagged": bool(not ratio == ratio or abs(ratio - 1) > tolerance),
-            }
-        )
-    return pd.DataFrame(rows)
+    t = reference.merge(measured[[*key, "seconds"]], on=key, how="left", suffixes=("", "_got"))
+    hbm, dense = t["family"].isin(("hbm_read", "hbm_copy")), t["family"].eq("dense_gemm")
+
+    def figure(seconds: pd.Series) -> np.ndarray:
+        rates = [t["bytes"] / seconds / 1e12, t["flops"] / seconds / 1e12]
+        return np.select([hbm, dense], rates, seconds * 1e6)
+
+    ratio = t["seconds"] / t["seconds_got"]
+    return pd.DataFrame(
+        {
+            **{k: t[k].astype(object) for k in ("family", "dtype")},
+            "size": t["size"].astype(int),
+            "unit": np.select([hbm, dense], ["TB/s", "TFLOP/s"], "us"),
+            "reference": figure(t["seconds"]),
+            "measured": figure(t["seconds_got"]),
+            "ratio": ratio,
+            "flagged": ~((ratio - 1).abs() <= tolerance),
+        }
+    )
 
 
 def compare_lines(table: pd.DataFrame, tolerance: float = TOLERANCE) -> list[str]:
