@@ -195,7 +195,9 @@ def test_check_points_refuses_a_bad_published_table():
     schema.check_points(pts, t.run, "T")  # the shipped table passes
     bad = pts.copy()
     bad.loc[0, "tok_s_per_gpu"] = -1.0
-    with pytest.raises(InputError, match=r"^T: published_points.tok_s_per_gpu: must be > 0"):
+    with pytest.raises(
+        InputError, match=r"^T: published_points.tok_s_per_gpu: must be > 0 .*, got -1 \(row 0\)"
+    ):
         schema.check_points(bad, t.run, "T")
     with pytest.raises(InputError, match="only a trace of kind published"):
         schema.check_points(pts, {**t.run, "kind": "recorded"}, "T")

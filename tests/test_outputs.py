@@ -23,7 +23,7 @@ import pytest
 from test_hostile import cli as hostile_cli
 
 from rackbook import paths
-from rackbook.core import fsio, manifest
+from rackbook.core import fsio
 
 RACKBOOK = str(Path(sys.executable).with_name("rackbook"))
 FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-serve-b32.json"
@@ -459,7 +459,7 @@ def test_shipped_output_folders_carry_the_marker() -> None:
     calibration = paths.DATA / "calibration" / "h200-reference"
     # each matches its manifest (after regenerating one: python -m rackbook.core.manifest DIR)
     for folder in [*shipped, *raws, calibration, paths.ROOT / "env" / "cluster" / "generated"]:
-        assert manifest.problem(folder) is None, folder
+        assert fsio.problem(folder) is None, folder
 
 
 # --------------------------------------------------------------------------------------------
@@ -639,7 +639,7 @@ def test_a_pair_interrupted_on_its_way_in_leaves_no_headline(tmp_path: Path, mon
         monkeypatch.undo()
         shutil.rmtree(stage)
     assert not (tmp_path / "r" / "single-user.json").exists()
-    assert manifest.problem(tmp_path / "r") is None
+    assert fsio.problem(tmp_path / "r") is None
     with runner.results_folder(tmp_path / "r", names=["single-user"]):
         pass  # still rackbook's: the next run may write it
 
@@ -654,7 +654,7 @@ def test_a_runs_staging_folder_left_by_a_kill_is_removed_by_the_next(tmp_path: P
         fsio.update_manifest(out, pending=["single-user.ipynb", "single-user.json"])
         left = fsio.make_temp_dir(out / "single-user.ipynb")
         (left / "single-user.ipynb").write_text("half")
-    assert left.is_dir() and manifest.problem(tmp_path / "r") is None
+    assert left.is_dir() and fsio.problem(tmp_path / "r") is None
     with runner.results_folder(tmp_path / "r", names=["decode-parity"]):
         assert left.is_dir()  # another result's run leaves it: it may be running
     with runner.results_folder(tmp_path / "r", names=["single-user"]):

@@ -1,5 +1,5 @@
 """`rackbook summarize` of a published trace (no requests): its points by hardware and engine,
-with the range of tokens/s per GPU as published (rackbook.core.published_summary)."""
+with the range of tokens/s per GPU as published (rackbook.core.summary)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 
 from rackbook import paths
 from rackbook.core import traces
-from rackbook.core.published_summary import format_published_summary, published_summary
+from rackbook.core.summary import format_published_summary, published_summary
 
 MLPERF = paths.DATA / "published" / "mlperf-v6.1-dsr1"
 

@@ -130,7 +130,9 @@ def test_failed_requests_are_neither_valid_nor_flagged():
 
 def test_refusal_names_counts_and_first_reason():
     why = V.refusal(_t("single-user"), "single-user")
-    assert why.startswith("4 of 4 requests flagged (100 % > 2 %: 2 burst, 4 tiny_gaps)")
+    assert why.startswith(
+        "4 of 4 requests flagged (100 %, at most 2 % allowed: 2 burst, 4 tiny_gaps)"
+    )
     assert "first: " in why
     # one flagged request in 50 is tolerated, one in 49 is not
     assert V.MAX_FLAGGED_SHARE == 0.02

@@ -400,14 +400,14 @@ def cli_summarize(args: argparse.Namespace) -> int:
     """``rackbook summarize TRACE [--json]``; no requests is an error unless published."""
     import json
 
-    from rackbook.core import published_summary, summary, traces
+    from rackbook.core import summary, traces
 
     path = Path(args.trace)
     run = traces.read_run(path)
     if traces.table_rows(path, "requests") == 0:
         if run.get("kind") == "published" and (path / "published_points.parquet").is_file():
-            doc = published_summary.published_summary(path, run)
-            print(published_summary.format_published_summary(path, doc))
+            doc = summary.published_summary(path, run)
+            print(summary.format_published_summary(path, doc))
             if args.json:
                 print(json.dumps(doc, allow_nan=False))
             return 0

@@ -66,10 +66,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "statistic": STATISTICS,
     "workload": WORKLOADS,
 }
-#: Parts a published point must state (never ``unknown``).
-REQUIRED_FOR_POINTS: tuple[str, ...] = ("tokens", "gpus", "speculation")
-#: Parts a published point may leave ``unknown`` where its source says nothing (MLPerf's
-#: summary.csv does not say whether a system serves aggregated or disaggregated).
+#: The one part a published point may leave ``unknown`` where its source says nothing (MLPerf's
+#: summary.csv does not say whether a system serves aggregated or disaggregated); it states
+#: every other part of :data:`CHOICES`.
 UNKNOWN_IN_POINTS: tuple[str, ...] = ("serving",)
 #: Human names of the parts whose name is not the part itself (``NAMES.get(part, part)``).
 NAMES: dict[str, str] = {
@@ -162,13 +161,11 @@ def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
         v = raw[f]
         if v not in allowed:
             raise ValueError(f"{f}: {v!r} is not one of {', '.join(allowed)}")
-    if not claim:
-        for f in (*REQUIRED_FOR_POINTS, *CHOICES):
-            if raw[f] == UNKNOWN and f not in UNKNOWN_IN_POINTS:
-                raise ValueError(
-                    f"{f}: a published point must state its {NAMES.get(f, f)}; 'unknown' is "
-                    "allowed only in a claim whose write-up is silent"
-                )
+        if v == UNKNOWN and not claim and f not in UNKNOWN_IN_POINTS:
+            raise ValueError(
+                f"{f}: a published point must state its {NAMES.get(f, f)}; 'unknown' is "
+                "allowed only in a claim whose write-up is silent"
+            )
     for f in _TEXTS:
         if not isinstance(raw[f], str) or not raw[f].strip():
             raise ValueError(f"{f}: must be a non-empty text")
@@ -204,9 +201,7 @@ def make(raw: Mapping[str, Any], *, claim: bool = False) -> Basis:
     _check_parts(raw, claim)
     _check_numbers(raw)
     values: dict[str, Any] = {f: raw.get(f) for f in FIELDS}
-    for f in _FLOATS:
-        if values[f] is not None:
-            values[f] = float(values[f])
+    values |= {f: float(raw[f]) for f in _FLOATS if raw.get(f) is not None}
     return Basis(**values)
 
 

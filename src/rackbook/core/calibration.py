@@ -31,6 +31,13 @@ FAMILIES: dict[str, str] = {
     "sparse_attention": "rows in the KV pool",
 }
 DTYPES = ("bf16", "fp8", "fp32", "")
+#: The kernel table's value rules (:func:`rackbook.core.schema.check_rules`).
+RULES: dict[str, schema.Rule] = {
+    "family": schema.one_of(FAMILIES),
+    "dtype": schema.one_of(DTYPES),
+    **{c: schema.within(0, above=True) for c in ("size", "seconds")},
+    **{c: schema.within(0) for c in ("bytes", "flops")},
+}
 #: The shipped default: one H200, converted from a reference measurement (not rackbook's run).
 SHIPPED = paths.DATA / "calibration" / "h200-reference"
 CONTENT = "calibration"
@@ -70,23 +77,11 @@ class Calibration:
 
 
 def _conform(df: pd.DataFrame, where: Path | str) -> pd.DataFrame:
-    """``df`` with only the kernel table's columns in exact dtypes, checked: known families and
-    dtypes, sizes and times > 0, bytes and FLOPs >= 0, no shape twice."""
+    """``df`` with only the kernel table's columns in exact dtypes, checked (:data:`RULES`, no
+    shape twice)."""
     cols = schema.CALIBRATION_KERNELS
     out = conform(df, "kernels", where, cols)[[c.name for c in cols]]
-    for name, allowed in (("family", list(FAMILIES)), ("dtype", list(DTYPES))):
-        bad = ~out[name].isin(allowed).to_numpy(bool)
-        if bad.any():
-            row = int(bad.argmax())
-            listed = ", ".join(map(repr, allowed))
-            problem = f"{out[name].iloc[row]!r} in row {row} is not one of {listed}"
-            raise InputError(where, f"kernels.{name}", problem)
-    for name in ("size", "seconds", "bytes", "flops"):  # conform refused NaN and infinity
-        vals = out[name].to_numpy(np.float64)
-        bad = vals <= 0 if name in ("size", "seconds") else vals < 0
-        if bad.any():
-            row = int(bad.argmax())
-            raise InputError(where, f"kernels.{name}", f"must be finite and > 0 (row {row})")
+    schema.check_rules(out, "kernels", where, RULES)
     dup = out.duplicated(["family", "dtype", "size"])
     if dup.any():
         row = int(dup.to_numpy().argmax())
@@ -253,40 +248,32 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
 TOLERANCE = 0.15
 
 
-def _figure(family: str, nbytes: float, flops: float, seconds: float) -> tuple[float, str]:
-    """A row's figure in its family's unit: TB/s (HBM), TFLOP/s (dense GEMMs), else us."""
-    if family in ("hbm_read", "hbm_copy"):
-        return nbytes / seconds / 1e12, "TB/s"
-    if family == "dense_gemm":
-        return flops / seconds / 1e12, "TFLOP/s"
-    return seconds * 1e6, "us"
-
-
 def compare(
     measured: pd.DataFrame, reference: pd.DataFrame, tolerance: float = TOLERANCE
 ) -> pd.DataFrame:
-    """Each ``reference`` row beside ``measured``'s: unit, both figures (TB/s, TFLOP/s or us), ratio
-    (reference s / measured s) and flagged (off by over ``tolerance``, or not measured)."""
+    """Each ``reference`` row beside ``measured``'s: unit, both figures (TB/s for HBM, TFLOP/s for
+    dense GEMMs, else us), ratio (reference s / measured s) and flagged (off by over
+    ``tolerance``, or not measured)."""
     key = ["family", "dtype", "size"]
-    got = measured.set_index(key)["seconds"]
-    rows = []
-    for r in reference.itertuples(index=False):
-        ref_fig, unit = _figure(r.family, r.bytes, r.flops, r.seconds)
-        s = got.get((r.family, r.dtype, r.size), np.nan)  # validated: one row per shape
-        ratio = r.seconds / s if s == s else np.nan
-        rows.append(
-            {
-                "family": r.family,
-                "dtype": r.dtype,
-                "size": int(r.size),
-                "unit": unit,
-                "reference": ref_fig,
-                "measured": _figure(r.family, r.bytes, r.flops, s)[0] if s == s else np.nan,
-                "ratio": ratio,
-                "flagged": bool(not ratio == ratio or abs(ratio - 1) > tolerance),
-            }
-        )
-    return pd.DataFrame(rows)
+    t = reference.merge(measured[[*key, "seconds"]], on=key, how="left", suffixes=("", "_got"))
+    hbm, dense = t["family"].isin(("hbm_read", "hbm_copy")), t["family"].eq("dense_gemm")
+
+    def figure(seconds: pd.Series) -> np.ndarray:
+        rates = [t["bytes"] / seconds / 1e12, t["flops"] / seconds / 1e12]
+        return np.select([hbm, dense], rates, seconds * 1e6)
+
+    ratio = t["seconds"] / t["seconds_got"]
+    return pd.DataFrame(
+        {
+            **{k: t[k].astype(object) for k in ("family", "dtype")},
+            "size": t["size"].astype(int),
+            "unit": np.select([hbm, dense], ["TB/s", "TFLOP/s"], "us"),
+            "reference": figure(t["seconds"]),
+            "measured": figure(t["seconds_got"]),
+            "ratio": ratio,
+            "flagged": ~((ratio - 1).abs() <= tolerance),
+        }
+    )
 
 
 def compare_lines(table: pd.DataFrame, tolerance: float = TOLERANCE) -> list[str]:

@@ -1,29 +1,200 @@
-"""Atomic file and folder writes: nothing half-written is left, nothing rackbook did not write (by
-its marker, :mod:`rackbook.core.manifest`) is replaced, no link followed. A lock file beside each
-output folder refuses a second writer and journals temporaries for the next writer to remove."""
+"""Output folders and files: nothing half-written is left, nothing rackbook did not write is
+replaced, no link followed. A folder's marker (:data:`MARKER`) names its kind and lists each entry
+(``["f", SIZE, SHA256]``, ``["d"]``, ``["o"]`` nested output, ``["l", TARGET]``, ``["p"]`` an
+fnmatch pattern being written); a lock file beside it refuses a second writer and journals the
+temporaries ``.NAME.XXXXXXXX.tmp``/``.old`` for the next writer to remove."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import fcntl
+import fnmatch
 import hashlib
 import json
 import os
-import secrets
+import re
 import shutil
 import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rackbook import STOP_SIGNALS
-from rackbook.core import manifest
-from rackbook.core.manifest import MARKER
 from rackbook.errors import InputError
+
+#: The file that marks a folder as an output rackbook wrote.
+MARKER = ".rackbook-output"
+HEAD = "rackbook output:"
+_MANIFEST = "manifest: "
+#: The largest marker read (bytes).
+MAX_MARKER_BYTES = 64 * 1024 * 1024
+
+#: What writes each kind of output, said in the marker for a person who finds it.
+WRITERS: dict[str, str] = {
+    "trace": "rackbook import or rackbook record",
+    "results": "rackbook run or rackbook book --traces",
+    "html": "rackbook book --html",
+    "recipes": "rackbook recipes",
+    "calibration": "rackbook calibrate",
+    "raw": "rackbook record (its raw artifacts, beside the trace)",
+}
+
+TEMP_NAME = re.compile(r"^\.(?P<base>.+)\.[a-z0-9_]{8}\.(?:tmp|old)$", re.DOTALL)
+
+Manifest = dict[str, list[Any]]
+#: The entry types (``x``: neither file, folder nor link: never matches).
+_TYPES = ("f", "d", "o", "l", "p", "x")
+
+
+def _regular(path: str | Path, read: Callable[[Any, os.stat_result], Any]) -> Any:
+    """``read(file, stat)`` of the regular file ``path`` (no link followed), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb") as fh:  # closes fd
+            st = os.fstat(fd)
+            return read(fh, st) if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        return None
+
+
+def digest(path: Path) -> tuple[int, str] | None:
+    """(bytes, SHA-256) of the regular file ``path`` (no link followed), else None."""
+    return _regular(path, lambda f, st: (st.st_size, hashlib.file_digest(f, "sha256").hexdigest()))
+
+
+def marker_text(kind: str, listing: Manifest) -> str:
+    """The marker's text for ``kind`` and ``manifest`` (sorted: stable bytes in git)."""
+    listed = json.dumps(dict(sorted(listing.items())), separators=(",", ":"), ensure_ascii=True)
+    return (
+        f"{HEAD} {kind}\n"
+        f"Written by {WRITERS.get(kind, 'rackbook')}. rackbook replaces or deletes only the\n"
+        "files listed below, as it wrote them; a folder holding anything else is refused.\n"
+        f"{_MANIFEST}{listed}\n"
+    )
+
+
+def read_marker(folder: str | Path) -> tuple[str, Manifest] | None:
+    """(kind, manifest) of ``folder``'s marker; None without a valid one."""
+    data = _regular(
+        Path(folder) / MARKER, lambda fh, st: fh.read() if st.st_size <= MAX_MARKER_BYTES else None
+    )
+    if data is None:
+        return None
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    kind = lines[0][len(HEAD) :].strip() if lines[0].startswith(HEAD) else ""
+    listed = [ln[len(_MANIFEST) :] for ln in lines[1:] if ln.startswith(_MANIFEST)]
+    if not kind or len(listed) != 1:
+        return None
+    try:
+        manifest = json.loads(listed[0])
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict) or not all(
+        isinstance(v, list) and v and v[0] in _TYPES for v in manifest.values()
+    ):
+        return None
+    return kind, manifest
+
+
+def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
+    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending`` names."""
+    folder = Path(folder)
+    out: Manifest = {p: ["p"] for p in pending}
+    for e in sorted(os.scandir(folder), key=lambda e: e.name):
+        if e.name != MARKER:
+            _list(Path(e.path), e.name, out)
+    return out
+
+
+def _list(path: Path, rel: str, out: Manifest) -> None:
+    """Add the entries of ``path`` (listed as ``rel``) and everything under it; a sub-folder whose
+    marker matches is one ``o`` entry."""
+    if path.is_symlink():
+        out[rel] = ["l", os.readlink(path)]
+    elif path.is_dir():
+        if problem(path) is None:
+            out[rel] = ["o"]
+            return
+        out[rel] = ["d"]
+        for e in sorted(os.scandir(path), key=lambda e: e.name):
+            _list(Path(e.path), f"{rel}/{e.name}", out)
+    else:
+        got = digest(path)
+        out[rel] = ["f", *got] if got is not None else ["x"]
+
+
+def _pending(rel: str, patterns: list[str]) -> bool:
+    parts = rel.split("/")
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[: i + 1]), p)
+        for p in patterns
+        for i in range(len(parts))
+    )
+
+
+def _differs(
+    e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
+) -> str | None:
+    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None."""
+    changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
+    if e.is_symlink():
+        return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
+    if e.is_dir(follow_symlinks=False):
+        if want[0] == "o":
+            return None if problem(e.path) is None else changed
+        return walk(Path(e.path), rel + "/") if want[0] == "d" else changed
+    if want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
+        return changed
+    return None
+
+
+def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | None:
+    patterns = [k for k, v in manifest.items() if v[0] == "p"]
+
+    def walk(d: Path, prefix: str) -> str | None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            return f"{prefix or '.'!r} cannot be read ({exc.strerror or exc})"
+        for e in entries:
+            rel = prefix + e.name
+            if (not prefix and e.name == MARKER) or _pending(rel, patterns):
+                continue
+            m = TEMP_NAME.match(e.name)
+            if m and (prefix + m["base"] in manifest or _pending(prefix + m["base"], patterns)):
+                if temps is not None:
+                    temps.append(Path(e.path))
+                continue
+            want = manifest.get(rel)
+            if want is None:
+                return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
+            found = _differs(e, rel, want, walk)
+            if found is not None:
+                return found
+        return None
+
+    return walk(folder, "")
+
+
+def problem(
+    folder: str | Path, listed: Manifest | None = None, temps: list[Path] | None = None
+) -> str | None:
+    """Why ``folder`` does not match ``listed`` (default: its marker's manifest), a sentence, or
+    None; ``temps`` collects rackbook's temporaries beside its entries."""
+    if listed is None:
+        found = read_marker(folder)
+        if found is None:
+            return f"has no valid {MARKER} file"
+        listed = found[1]
+    return _check(Path(folder), listed, temps)
+
 
 __all__ = ["MARKER", "InputError"]
 
@@ -123,7 +294,7 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
 def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
     """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename."""
     path = _check_output(path, field, "file")
-    tmp: str | None = None
+    tmp: Path | None = None
     try:
         with signals_held():  # the temporary exists only once this try can remove it
             fd, tmp = _make_temp(path, folder=False)
@@ -152,51 +323,39 @@ def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path
     )
 
 
-def temp_name(path: Path, suffix: str = ".tmp") -> Path:
-    """A new temporary sibling name ``.NAME.XXXXXXXX.tmp`` of ``path``, journaled in its lock."""
+def _make_temp(path: Path, *, folder: bool, suffix: str = ".tmp") -> tuple[int | None, Path]:
+    """A new temporary sibling ``.NAME.XXXXXXXX.tmp`` of ``path`` (a file's descriptor, or a
+    folder), journaled in its lock."""
     try:
         prefix = f".{path.name}.".encode().decode()
     except UnicodeEncodeError:
         prefix = ".output."
-    name = path.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
-    _note_temp(path, name)
-    return name
-
-
-def _make_temp(path: Path, *, folder: bool) -> tuple[int | None, str]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(100):
-            tmp = temp_name(path)
-            try:
-                if folder:
-                    os.mkdir(tmp, 0o700)
-                    return None, str(tmp)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                return os.open(tmp, flags, 0o600), str(tmp)
-            except FileExistsError:
-                continue
-        raise FileExistsError(errno.EEXIST, "no free temporary name")
+        if folder:
+            fd, tmp = None, tempfile.mkdtemp(suffix, prefix, path.parent)
+        else:
+            fd, tmp = tempfile.mkstemp(suffix, prefix, path.parent)
     except OSError as exc:
         raise InputError(path, "output", f"cannot write here: {exc.strerror or exc}") from None
+    _note_temp(path, Path(tmp))
+    return fd, Path(tmp)
 
 
 def make_temp_dir(path: Path) -> Path:
     """A new temporary folder (mode 0700) beside ``path``; the caller removes it."""
-    return Path(_make_temp(path, folder=True)[1])
+    return _make_temp(path, folder=True)[1]
 
 
 def marked_kind(folder: str | Path) -> str | None:
     """The kind ``folder``'s marker names, or None."""
-    found = manifest.read(folder)
+    found = read_marker(folder)
     return None if found is None else found[0]
 
 
 def write_marker(folder: str | Path, kind: str, pending: tuple[str, ...] = ()) -> Path:
     """Mark ``folder`` as a ``kind`` output listing what it holds (and ``pending``)."""
-    return atomic_write_text(
-        Path(folder) / MARKER, manifest.text(kind, manifest.scan(folder, pending))
-    )
+    return atomic_write_text(Path(folder) / MARKER, marker_text(kind, scan(folder, pending)))
 
 
 def check_replaceable(path: str | Path, kind: str, field: str = "output") -> None:
@@ -213,25 +372,25 @@ def check_replaceable(path: str | Path, kind: str, field: str = "output") -> Non
         raise InputError(path, field, f"cannot read the folder: {exc.strerror or exc}") from None
     if not entries:
         return
-    found = manifest.read(path)
+    found = read_marker(path)
     why: str | None
     if found is None:
         why = f"holds {entries[0]!r} and was not written by rackbook (no valid {MARKER} file)"
     elif found[0] != kind:
         why = f"holds a rackbook {found[0]} output, not {kind}"
     else:
-        why = manifest.problem(path, found[1])
+        why = problem(path, found[1])
     if why is not None:
-        problem = "refusing to replace or write into it (move it away, or choose another folder)"
-        raise InputError(path, field, f"{why}: {problem}")
+        refusing = "refusing to replace or write into it (move it away, or choose another folder)"
+        raise InputError(path, field, f"{why}: {refusing}")
 
 
 def remove_temporaries(folder: str | Path, bases: Iterable[str] | None = None) -> None:
     """Remove temporaries a killed writer left in ``folder`` (beside ``bases``; all when None)."""
     wanted, temps = None if bases is None else set(bases), list[Path]()
-    manifest.problem(folder, temps=temps)
+    problem(folder, temps=temps)
     for t in temps:
-        m = manifest.TEMP_NAME.match(t.name)
+        m = TEMP_NAME.match(t.name)
         if m is None or (wanted is not None and m["base"] not in wanted):
             continue
         _remove(t)
@@ -267,7 +426,7 @@ def update_manifest(
     """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
     with _manifest_held(folder):
-        found = manifest.read(folder)
+        found = read_marker(folder)
         if found is None:
             return
         kind, entries = found
@@ -278,11 +437,11 @@ def update_manifest(
                 del entries[key]
             target = folder / name
             if target.is_symlink() or target.exists():
-                manifest.entries(target, name, entries)
+                _list(target, name, entries)
             for up in Path(name).parents:  # the folders above it
                 if str(up) != "." and (folder / up).is_dir():
                     entries.setdefault(up.as_posix(), ["d"])
-        atomic_write_text(folder / MARKER, manifest.text(kind, entries))
+        atomic_write_text(folder / MARKER, marker_text(kind, entries))
 
 
 def _is_inside(inner: Path, outer: Path) -> bool:
@@ -298,18 +457,11 @@ def refuse_overlap(
     ins = [(f, Path(p)) for f, p in inputs.items() if p is not None]
     for i, (fa, a) in enumerate(outs):
         for fb, b in outs[i + 1 :] + ins:
-            if _is_inside(b, a):
-                what = "is" if _is_inside(a, b) else "lies inside"
-                raise InputError(
-                    b,
-                    fb,
-                    f"{what} the output {fa} {a}, which would be replaced: keep the two "
-                    "apart (neither inside the other)",
-                )
-            if _is_inside(a, b):
-                raise InputError(
-                    a, fa, f"lies inside {fb} {b}: keep the two apart (neither inside the other)"
-                )
+            for (fi, inner), (fo, outer) in (((fb, b), (fa, a)), ((fa, a), (fb, b))):
+                if _is_inside(inner, outer):
+                    what = "is" if _is_inside(outer, inner) else "lies inside"
+                    problem = f"{what} {fo} {outer}: keep the two apart (neither inside the other)"
+                    raise InputError(inner, fi, problem)
 
 
 _SPECIAL = {
@@ -368,7 +520,7 @@ def _clean_journal(fd: int, lock: Path) -> None:
         if not line.startswith("tmp "):
             continue
         name = line[4:]
-        m = manifest.TEMP_NAME.match(name)
+        m = TEMP_NAME.match(name)
         if m and "/" not in name and (f".{m['base']}" == base or base.startswith(f".{m['base']}.")):
             _remove(lock.parent / name)
     os.ftruncate(fd, 0)
@@ -517,8 +669,7 @@ def atomic_dir(
             if path.exists() or path.is_symlink():
                 _check_swap(path, kind, field, overwrite)  # again: time has passed
                 with signals_held():
-                    hold = temp_name(path, ".old")
-                    os.mkdir(hold, 0o700)
+                    hold = _make_temp(path, folder=True, suffix=".old")[1]
                 with signals_held():  # never the old folder moved aside and the new one not in
                     os.replace(path, hold / "old")
                     try:

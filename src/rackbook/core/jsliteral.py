@@ -44,10 +44,8 @@ class _JsParser:
         if self.pos >= len(self.text):
             raise self.fail("unexpected end of file")
         c = self.text[self.pos]
-        if c == "{":
-            return self.obj()
-        if c == "[":
-            return self.arr()
+        if c in "{[":
+            return self.container(c == "{")
         if c in "\"'":
             return self.string()
         m = self._NUMBER.match(self.text, self.pos)
@@ -79,52 +77,42 @@ class _JsParser:
             self.pos += 1
         raise self.fail("string left open")
 
-    def expect(self, char: str) -> None:
-        self.skip()
-        if not self.text.startswith(char, self.pos):
-            found = self.text[self.pos : self.pos + 12] or "end of file"
-            raise self.fail(f"expected {char!r}, found {found!r}")
-        self.pos += 1
-
-    def arr(self) -> list[Any]:
-        self.expect("[")
-        out: list[Any] = []
+    def container(self, keyed: bool) -> Any:
+        """The object (``keyed``) or list at ``pos``."""
+        self.pos += 1  # past the bracket
+        out: Any = {} if keyed else []
+        close, what = ("}", "an object") if keyed else ("]", "a list")
         while True:
             self.skip()
-            if self.text.startswith("]", self.pos):
+            if self.text.startswith(close, self.pos):
                 self.pos += 1
                 return out
-            out.append(self.value())
-            self.skip()
-            if self.text.startswith(",", self.pos):
+            if keyed:
+                key = self.key()
+                if key in out:
+                    raise self.fail(f"duplicate key {key!r}")
+                self.skip()
+                if not self.text.startswith(":", self.pos):
+                    found = self.text[self.pos : self.pos + 12] or "end of file"
+                    raise self.fail(f"expected ':', found {found!r}")
                 self.pos += 1
-            elif not self.text.startswith("]", self.pos):
-                raise self.fail("expected ',' or ']' in a list")
-
-    def obj(self) -> dict[str, Any]:
-        self.expect("{")
-        out: dict[str, Any] = {}
-        while True:
-            self.skip()
-            if self.text.startswith("}", self.pos):
-                self.pos += 1
-                return out
-            if self.pos < len(self.text) and self.text[self.pos] in "\"'":
-                key = self.string()
+                out[key] = self.value()
             else:
-                m = self._NAME.match(self.text, self.pos)
-                if not m:
-                    raise self.fail("expected a key")
-                key, self.pos = m.group(), m.end()
-            if key in out:
-                raise self.fail(f"duplicate key {key!r}")
-            self.expect(":")
-            out[key] = self.value()
+                out.append(self.value())
             self.skip()
             if self.text.startswith(",", self.pos):
                 self.pos += 1
-            elif not self.text.startswith("}", self.pos):
-                raise self.fail("expected ',' or '}' in an object")
+            elif not self.text.startswith(close, self.pos):
+                raise self.fail(f"expected ',' or {close!r} in {what}")
+
+    def key(self) -> str:
+        if self.pos < len(self.text) and self.text[self.pos] in "\"'":
+            return self.string()
+        m = self._NAME.match(self.text, self.pos)
+        if not m:
+            raise self.fail("expected a key")
+        self.pos = m.end()
+        return m.group()
 
 
 def parse_js_export(text: str, name: str, path: str | Path = "<text>") -> Any:

@@ -24,9 +24,9 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I
 REPO = "$REPO"
 
 
-def repo_relative(text: str, root: Path = ROOT) -> str:
+def repo_relative(text: str) -> str:
     """``text`` with paths under the repository as ``$REPO/...`` and the home folder as ``~``."""
-    for base in dict.fromkeys((str(root), str(root.resolve()))):
+    for base in dict.fromkeys((str(ROOT), str(ROOT.resolve()))):
         text = text.replace(base + "/", REPO + "/").replace(base, REPO)
     home = os.path.expanduser("~")
     if home not in ("~", "/"):
@@ -34,33 +34,29 @@ def repo_relative(text: str, root: Path = ROOT) -> str:
     return text
 
 
-def expand_repo(text: str, root: Path = ROOT) -> str:
-    """The inverse of :func:`repo_relative` for ``$REPO``, with the checkout at ``root``."""
-    return text.replace(REPO, str(root))
+def expand_repo(text: str) -> str:
+    """The inverse of :func:`repo_relative` for ``$REPO``."""
+    return text.replace(REPO, str(ROOT))
 
 
-def scrub(obj: Any, root: Path = ROOT) -> Any:
+def scrub(obj: Any) -> Any:
     """:func:`repo_relative` applied to every string of a JSON-like object (a copy)."""
     if isinstance(obj, str):
-        return repo_relative(obj, root)
+        return repo_relative(obj)
     if isinstance(obj, dict):
-        return {k: scrub(v, root) for k, v in obj.items()}
+        return {k: scrub(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [scrub(v, root) for v in obj]
+        return [scrub(v) for v in obj]
     return obj
 
 
-#: Raw artifacts whose text is scrubbed of the repository's absolute path.
-SCRUBBED_SUFFIXES = (".json", ".log", ".txt")
-
-
-def scrub_files(folder: Path, root: Path = ROOT) -> list[Path]:
+def scrub_files(folder: Path) -> list[Path]:
     """Rewrite raw artifacts under ``folder`` with :func:`repo_relative`; the files changed."""
     changed = []
     for f in sorted(folder.rglob("*")):
-        if f.is_file() and f.suffix in SCRUBBED_SUFFIXES:
+        if f.is_file() and f.suffix in (".json", ".log", ".txt"):
             text = f.read_text(encoding="utf-8", errors="surrogateescape")
-            new = repo_relative(text, root)
+            new = repo_relative(text)
             if new != text:
                 f.write_text(new, encoding="utf-8", errors="surrogateescape")
                 changed.append(f)
@@ -117,20 +113,8 @@ def hardware_inventory() -> dict[str, Any]:
     }
 
 
-#: Environment variables (by prefix) that change behaviour, kept in provenance.
+#: Environment variables (by prefix) that change behaviour, kept in provenance (secrets redacted).
 ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "OMP_", "CUDA_", "RACKBOOK_", "DO_NOT_TRACK")
-
-
-def redact_env(
-    env: dict[str, str] | None = None, prefixes: tuple[str, ...] = ENV_PREFIXES
-) -> dict[str, str]:
-    """Behaviour-changing environment variables with secrets replaced by ``<redacted>``."""
-    env = dict(os.environ if env is None else env)
-    return {
-        k: ("<redacted>" if _SECRET_NAME.search(k) else v)
-        for k, v in sorted(env.items())
-        if k.startswith(prefixes)
-    }
 
 
 def new_run_info(
@@ -154,7 +138,11 @@ def new_run_info(
         "engine": engine,
         "commands": commands,
         "parameters": parameters,
-        "environment": redact_env(),
+        "environment": {
+            k: ("<redacted>" if _SECRET_NAME.search(k) else v)
+            for k, v in sorted(os.environ.items())
+            if k.startswith(ENV_PREFIXES)
+        },
         "notes": notes,
         "recorded_by": getpass.getuser() if kind == "recorded" else None,
     }
@@ -162,10 +150,6 @@ def new_run_info(
         run["generator"] = generator
     run.update(extra)
     return scrub(run)
-
-
-#: Who states the GPUs of a trace whose ``hardware.declared`` is set.
-DECLARED_BY = "the user, at import (rackbook import --gpu ID --gpus N); not probed"
 
 
 def declared_hardware(
@@ -185,7 +169,7 @@ def declared_hardware(
             "name": name,
             "count": count,
             "catalog": catalog,
-            "by": DECLARED_BY,
+            "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
         },
         "importing_machine": importing_machine,
         "note": "the GPUs the benchmark ran on as the user declared them; the machine that "

@@ -6,8 +6,9 @@ tables (:data:`TABLES`); seconds (float64) unless a column says otherwise, token
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,79 +229,87 @@ RUN_FIELDS: dict[str, tuple[bool, str]] = {
 }
 
 
-# ----------------------------------------------------------------------------- published points
+# ----------------------------------------------------------------------------- value rules
 
 #: An http(s) link, as a published point's ``url`` must be.
 URL = re.compile(r"^https?://\S+$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-#: published_points latency columns (seconds): non-null values must be >= 0.
-LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
-
+SERVING = ("aggregated", "disaggregated")
 #: Most tok/s one GPU can be said to serve: 100x InferenceX's best rows (10^4-10^5); past it
 #: is a unit or a typo.
 MAX_TOK_S_PER_GPU = 1e7
+PER_GPU_RATES = ("tok_s_per_gpu", "input_tok_s_per_gpu", "output_tok_s_per_gpu", "tok_s_per_user")
+LATENCIES = ("ttft_mean_s", "ttft_median_s", "tpot_mean_s", "tpot_median_s", "e2el_mean_s")
 
-#: The largest value a published_points column may hold (its unit as the column's): counts by
-#: the limits of one deployment, rates by :data:`MAX_TOK_S_PER_GPU`, latencies by a day.
-PHYSICAL_MAX: dict[str, float] = {
-    "gpus": limits.BOUNDS["gpus"],
-    "prefill_gpus": limits.BOUNDS["gpus"],
-    "decode_gpus": limits.BOUNDS["gpus"],
-    "isl": limits.BOUNDS["context"],
-    "osl": limits.BOUNDS["context"],
-    "concurrency": limits.BOUNDS["concurrency"],
-    "tok_s_total": MAX_TOK_S_PER_GPU * limits.BOUNDS["gpus"],
-    "tok_s_per_gpu": MAX_TOK_S_PER_GPU,
-    "input_tok_s_per_gpu": MAX_TOK_S_PER_GPU,
-    "output_tok_s_per_gpu": MAX_TOK_S_PER_GPU,
-    "tok_s_per_user": MAX_TOK_S_PER_GPU,
-    **{c: 86_400.0 for c in LATENCIES},
+#: A rule: (the given values it refuses, what they must be).
+Rule = tuple["Callable[[pd.Series], pd.Series]", str]
+
+
+def within(low: float, high: float = math.inf, above: bool = False) -> Rule:
+    """Numbers from ``low`` (``above``: more than it) to ``high``, in the column's unit."""
+    if above:
+        wanted = f"> {low:,.12g}" + ("" if high == math.inf else f" and at most {high:,.12g}")
+    else:
+        wanted = f">= {low:,.12g}" if high == math.inf else f"from {low:,.12g} to {high:,.12g}"
+
+    def bad(v: pd.Series) -> pd.Series:
+        x = v.astype("Float64")
+        return ((x <= low) if above else (x < low)) | (x > high)
+
+    return bad, wanted
+
+
+def one_of(allowed: Iterable[str]) -> Rule:
+    """Texts from ``allowed``."""
+    listed = tuple(allowed)
+    return (lambda v: ~v.isin(listed)), "one of " + ", ".join(listed)
+
+
+#: Per table, the rules of its given values (checked by :func:`check_rules`); counts of one
+#: deployment by :data:`rackbook.limits.BOUNDS`, rates by :data:`MAX_TOK_S_PER_GPU`, latencies
+#: (s) by a day; a published point states its basis (never ``unknown``).
+RULES: dict[str, dict[str, Rule]] = {
+    "points": {
+        "duration_s": within(0, above=True),
+        **{c: within(0, limits.BOUNDS[c]) for c in ("batch_size", "concurrency")},
+        "decode_ranks": within(1, limits.BOUNDS["decode_ranks"]),
+        "num_gpus": within(1, limits.BOUNDS["gpus"]),
+        "context_tokens": within(0, limits.BOUNDS["context"]),
+    },
+    "published_points": {
+        **{
+            c: within(0, limits.BOUNDS["gpus"], True)
+            for c in ("gpus", "prefill_gpus", "decode_gpus")
+        },
+        **{c: within(0, limits.BOUNDS["context"], True) for c in ("isl", "osl")},
+        "concurrency": within(0, limits.BOUNDS["concurrency"], True),
+        "tok_s_total": within(0, MAX_TOK_S_PER_GPU * limits.BOUNDS["gpus"], True),
+        **{c: within(0, MAX_TOK_S_PER_GPU, True) for c in PER_GPU_RATES},
+        **{c: within(0, 86_400.0) for c in LATENCIES},
+        "date": ((lambda v: ~v.map(lambda d: is_date(str(d)))), "a date YYYY-MM-DD"),
+        "url": ((lambda v: ~v.map(lambda u: bool(URL.match(str(u))))), "an http(s) link"),
+        "serving": one_of(SERVING),
+        "tokens_counted": one_of(t for t in basis.TOKENS if t != basis.UNKNOWN),
+        "gpus_counted": one_of(g for g in basis.GPUS if g != basis.UNKNOWN),
+        "speculation_kind": one_of(s for s in basis.SPECULATION if s != basis.UNKNOWN),
+        "workload": one_of(w for w in basis.WORKLOADS if w != basis.UNKNOWN),
+        "latency_statistic": one_of(("mean", "median", "p90", "p99")),
+    },
 }
-#: published_points columns that count or rate something: non-null values must be > 0.
-POSITIVE = tuple(c for c in PHYSICAL_MAX if c not in LATENCIES)
-SERVING = ("aggregated", "disaggregated")
-
-#: Allowed values of the basis columns (rackbook.core.basis; never "unknown" in a point).
-BASIS_COLUMNS: dict[str, tuple[str, ...]] = {
-    "tokens_counted": basis.TOKENS,
-    "gpus_counted": basis.GPUS,
-    "speculation_kind": basis.SPECULATION,
-    "workload": basis.WORKLOADS,
-    "latency_statistic": ("mean", "median", "p90", "p99"),
-}
 
 
-def _refuse_first(
-    where: Path | str, col: str, vals: pd.Series, bad: pd.Series, problem: str
+def check_rules(
+    df: pd.DataFrame, table: str, where: Path | str, rules: Mapping[str, Rule] | None = None
 ) -> None:
-    """InputError at the first given ``bad`` value (``problem`` formatted with ``v`` and ``i``)."""
-    rows = (vals.notna() & bad).fillna(False).to_numpy(bool)
-    if rows.any():
-        i = int(rows.argmax())
-        raise InputError(where, f"published_points.{col}", problem.format(v=vals.iloc[i], i=i))
-
-
-def _check_point_values(df: pd.DataFrame, where: Path | str) -> None:
-    for col in POSITIVE:
-        v = df[col].astype("Float64")
-        _refuse_first(where, col, v, v <= 0, "must be > 0 (row {i}: {v})")
-    for col in LATENCIES:
-        _refuse_first(where, col, df[col], df[col] < 0, "negative value in row {i}")
-    for col, most in PHYSICAL_MAX.items():
-        v = df[col].astype("Float64")
-        past = f"past {most:,.6g}, more than any deployment can be said to reach (a unit or typo?)"
-        _refuse_first(where, col, v, v > most, "{v:,.6g} in row {i} is " + past)
-    dates = ~df["date"].map(lambda d: is_date(str(d)))
-    _refuse_first(where, "date", df["date"], dates, "{v!r} in row {i} is not YYYY-MM-DD")
-    links = ~df["url"].map(lambda u: bool(URL.match(str(u))))
-    _refuse_first(where, "url", df["url"], links, "{v!r} in row {i} is not an http(s) link")
-    expected = "{v!r} in row {i}: expected " + " or ".join(SERVING)
-    _refuse_first(where, "serving", df["serving"], ~df["serving"].isin(SERVING), expected)
-    told = "{v!r} in row {i}: a published point states its basis, one of "
-    for col, allowed in BASIS_COLUMNS.items():
-        stated = [a for a in allowed if a != basis.UNKNOWN]
-        _refuse_first(where, col, df[col], ~df[col].isin(stated), told + ", ".join(stated))
+    """InputError at the first given value that breaks its column's rule (default:
+    ``RULES[table]``), naming the column, the row and what the values must be."""
+    for col, (refuses, wanted) in (RULES.get(table, {}) if rules is None else rules).items():
+        v = df[col]
+        rows = (v.notna() & refuses(v)).fillna(False).to_numpy(bool)
+        if rows.any():
+            i = int(rows.argmax())
+            x = v.iloc[i]
+            shown = repr(x) if isinstance(x, str) else f"{x:,.6g}"
+            raise InputError(where, f"{table}.{col}", f"must be {wanted}, got {shown} (row {i})")
 
 
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
@@ -316,7 +325,7 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
     if dup.any():
         bad = df["point_id"][dup].iloc[0]
         raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
-    _check_point_values(df, where)
+    check_rules(df, "published_points", where)
     dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
     parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
     total = df["gpus"].astype("Float64")
@@ -334,13 +343,10 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
 
 def is_date(text: str) -> bool:
     """``text`` is a calendar date written ``YYYY-MM-DD``."""
-    if not _DATE.match(text):
-        return False
     try:
-        _dt.date.fromisoformat(text)
+        return _dt.date.fromisoformat(text).isoformat() == text
     except ValueError:
         return False
-    return True
 
 
 def _md(header: str, rows: Iterable[tuple[object, ...]]) -> list[str]:

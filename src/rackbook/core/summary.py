@@ -1,6 +1,7 @@
 """A trace's vLLM serving metrics (:mod:`rackbook.core.metrics`), whole and per point, with valid
 counts and flagged shares (None when streamed). A large folder is streamed a chunk at a time,
-checked as ``traces.validate`` does; ITL past :data:`EXACT_ITL_MAX` gaps from a histogram."""
+checked as ``traces.validate`` does; ITL past :data:`EXACT_ITL_MAX` gaps from a histogram. A
+published trace: its points by hardware and engine, tokens/s per GPU as published."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ CHUNK_ROWS = 1 << 20
 #: HIST_HI_S s: its order statistics are within 0.05 % from 1 us to 1e5 s, 0.5 us below.
 HIST_LO_S, HIST_HI_S, HIST_RATIO = 1e-6, 1e5, 1.001
 HIST_BINS = 2 + math.ceil(math.log(HIST_HI_S / HIST_LO_S) / math.log(HIST_RATIO))
+#: Chunks of (request rows, gaps in s).
+_Gaps = Iterable[tuple[np.ndarray, np.ndarray]]
 
 #: Request columns a summary reads (beside ``point_id``), as numpy types.
 _REQUEST_COLUMNS = {
@@ -154,11 +157,7 @@ def _hist_stats(row: tuple[Any, ...], percentiles: tuple[float, ...]) -> dict[st
 
 
 def _gap_stats(
-    req: _Requests,
-    gaps: Iterable[tuple[np.ndarray, np.ndarray]],
-    n_gaps: int,
-    npoints: int,
-    percentiles: tuple[float, ...],
+    req: _Requests, gaps: _Gaps, n_gaps: int, npoints: int
 ) -> tuple[dict[str, float], list[dict[str, float]]]:
     """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows of requests ``req``
     (its room reused); exact up to :data:`EXACT_ITL_MAX` gaps."""
@@ -175,8 +174,8 @@ def _gap_stats(
         values[k : k + v.size], codes[k : k + v.size] = v, code
         k += v.size
     if hist is not None:
-        return hist.stats(percentiles, npoints)
-    return grouped_stats("itl", values[:k], codes[:k], npoints, percentiles)
+        return hist.stats(PERCENTILES, npoints)
+    return grouped_stats("itl", values[:k], codes[:k], npoints, PERCENTILES)
 
 
 def _file_gaps(path: Path, n_req: int, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -233,13 +232,13 @@ class _Requests:
         self.size["tpot"] = k + oc.size
         self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
 
-    def stats(self, percentiles: tuple[float, ...]) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """Statistics of TTFT, TPOT, E2EL by metric (the values are spent)."""
         k, kt = self.size["ttft"], self.size["tpot"]
         pairs = {"ttft": (k, "ttft"), "tpot": (kt, "tpot"), "e2el": (k, "ttft")}
         out = {}
         for m, (n, c) in pairs.items():
-            out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, percentiles)
+            out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, PERCENTILES)
         return out
 
 
@@ -265,17 +264,12 @@ def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows
 
 
 def _summarize(
-    points: pd.DataFrame,
-    req: _Requests,
-    gaps: Iterable[tuple[np.ndarray, np.ndarray]],
-    n_gaps: int,
-    run: tuple[str, str],
-    percentiles: tuple[float, ...],
+    points: pd.DataFrame, req: _Requests, gaps: _Gaps, n_gaps: int, run: tuple[str, str]
 ) -> TraceSummary:
     """The summary of requests ``req`` and gap chunks; ``run``: the trace's id and kind."""
     P, counts = len(points), req.counts
-    stats = req.stats(percentiles)
-    stats["itl"] = _gap_stats(req, gaps, n_gaps, P, percentiles)
+    stats = req.stats()
+    stats["itl"] = _gap_stats(req, gaps, n_gaps, P)
 
     def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
         n = [int(c[sel].sum()) for c in counts]
@@ -299,7 +293,7 @@ def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
     return codes
 
 
-def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES) -> TraceSummary:
+def summarize(trace: traces.Trace) -> TraceSummary:
     """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point."""
     r, gaps = trace.requests, trace.itl
     req = _Requests(len(r), len(trace.points), len(gaps))
@@ -307,7 +301,7 @@ def summarize(trace: traces.Trace, percentiles: tuple[float, ...] = PERCENTILES)
     req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
     chunk = (gaps["request_row"].to_numpy(), gaps["itl_s"].to_numpy(dtype=np.float64))
     run = (trace.trace_id, trace.kind)
-    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run, percentiles), trace)
+    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run), trace)
 
 
 def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
@@ -327,11 +321,7 @@ def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
 
 
 def summarize_path(
-    path: str | Path,
-    percentiles: tuple[float, ...] = PERCENTILES,
-    *,
-    stream: bool | None = None,
-    chunk_rows: int = CHUNK_ROWS,
+    path: str | Path, *, stream: bool | None = None, chunk_rows: int = CHUNK_ROWS
 ) -> TraceSummary:
     """:func:`summarize` of the trace folder ``path``; ``stream`` forces or forbids streaming
     (default: past :data:`FULL_READ_MAX_REQUESTS` requests or :data:`EXACT_ITL_MAX` gaps)."""
@@ -341,13 +331,13 @@ def summarize_path(
     if stream is None:
         stream = n_req > FULL_READ_MAX_REQUESTS or n_itl > EXACT_ITL_MAX
     if not stream:
-        return summarize(traces.read_trace(path), percentiles)
+        return summarize(traces.read_trace(path))
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     traces.check_points(pts, path)
     req = _file_requests(path, pts, (n_req, n_itl), chunk_rows)
     ids = (str(run.get("trace_id", "")), str(run.get("kind", "")))
     gaps = _file_gaps(path, n_req, chunk_rows)
-    res = _summarize(pts, req, gaps, n_itl, ids, percentiles)
+    res = _summarize(pts, req, gaps, n_itl, ids)
     if res.metrics.completed:  # one value, the median itself: the check validate makes
         median_s = np.array([res.metrics.latency["median_e2el_ms"] / 1000])
         traces.check_latency_unit(median_s, path, "requests.e2el_s")
@@ -386,4 +376,52 @@ def format_summary(summary: TraceSummary) -> str:
                     f"    point {p['point_id']}: {p['valid_requests']} valid, "
                     f"{p['flagged_share']:.1%} flagged"
                 )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- published traces
+
+
+def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """``rackbook summarize --json`` of a published trace: id, kind, point count and per (hardware,
+    engine) the count and least/most tok/s per GPU (None where unpublished)."""
+    pts = traces.read_table(path, "published_points")
+    groups = (
+        pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]
+        .agg(["count", "min", "max"])
+        .reset_index()
+    )
+    rows = [
+        {
+            "hardware": _stated(g.hardware),
+            "engine": _stated(g.engine),
+            "points": int(g["count"]),
+            "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
+            "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
+        }
+        for _, g in groups.iterrows()
+    ]
+    return {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)} | {
+        "groups": rows
+    }
+
+
+def _stated(value: Any) -> str:
+    return "not stated" if pd.isna(value) else str(value)
+
+
+def _points(n: int, word: str = "point") -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def format_published_summary(path: Path, doc: dict[str, Any]) -> str:
+    """:func:`published_summary`'s ``doc`` as lines for a terminal."""
+    lines = [
+        f"{path}: published trace, {_points(doc['points'], 'published point')} (no requests: "
+        "vLLM's request metrics do not apply; tokens/s per GPU as published)"
+    ]
+    for r in doc["groups"]:
+        lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
+        span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
+        lines.append(f"  {r['hardware']} / {r['engine']}: {_points(r['points'])}, {span} tok/s/GPU")
     return "\n".join(lines)

@@ -115,35 +115,11 @@ def check_request_rows(
         raise InputError(where, field, "larger than the request's end-to-end latency" + suffix)
 
 
-#: Count columns of a point -> (smallest, bound name in :data:`rackbook.limits.BOUNDS`).
-POINT_COUNTS: dict[str, tuple[int, str]] = {
-    "batch_size": (0, "batch_size"),
-    "concurrency": (0, "concurrency"),
-    "decode_ranks": (1, "decode_ranks"),
-    "num_gpus": (1, "gpus"),
-    "context_tokens": (0, "context"),
-}
-
-
 def check_points(pts: pd.DataFrame, where: Path | str) -> None:
-    """A conformed points table: unique ids, ``duration_s`` > 0, counts within their range."""
+    """A conformed points table: unique ids, values within :data:`schema.RULES`."""
     if pts["point_id"].duplicated().any():
         raise InputError(where, "points.point_id", "duplicate point id")
-    if (pts["duration_s"] <= 0).any():
-        row = int((pts["duration_s"] <= 0).argmax())
-        raise InputError(where, "points.duration_s", f"must be > 0 (row {row})")
-    for column, (low, bound) in POINT_COUNTS.items():  # conformed: every column is there
-        values = pd.to_numeric(pts[column], errors="coerce")
-        given = pts[column].notna()
-        bad = given & ~((values >= low) & (values <= limits.BOUNDS[bound]))
-        if bad.any():
-            row = int(bad.to_numpy().argmax())
-            raise InputError(
-                where,
-                f"points.{column}",
-                f"must be from {low} to {limits.BOUNDS[bound]:,}, got "
-                f"{pts[column].iloc[row]} (row {row})",
-            )
+    schema.check_rules(pts, "points", where)
 
 
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:

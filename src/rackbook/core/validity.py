@@ -63,24 +63,18 @@ POINT_COLUMNS = (
 )
 
 
-def engine_step_s(sm: pd.DataFrame | None, point_id: str) -> float:
-    """The servers' mean time per output token over a point (seconds; NaN when absent)."""
-    if sm is None or sm.empty:
-        return float("nan")
-    d = server_metrics.counter_deltas(sm, point_id)
+def _engine_step_s(d: dict[str, float]) -> float:
+    """The servers' mean time per output token over a point (s; NaN when absent), from its
+    counter increases ``d``."""
     for s, c in ENGINE_STEP_COUNTERS:
         if s in d and c in d and np.isfinite(d[s]) and d[c] > 0:
             return float(d[s] / d[c])
     return float("nan")
 
 
-def token_mismatch(
-    sm: pd.DataFrame | None, point_id: str, requests: pd.DataFrame
-) -> tuple[bool, str]:
-    """(client and servers disagree over the point, reason). ``requests``: the point's rows."""
-    if sm is None or sm.empty:
-        return False, ""
-    d = server_metrics.counter_deltas(sm, point_id)
+def _token_mismatch(d: dict[str, float], requests: pd.DataFrame) -> str:
+    """Why the client's token counts over a point's rows ``requests`` disagree with the servers'
+    counter increases ``d`` ("" when they agree)."""
     success = requests["success"].astype(bool)
     ok = requests[success]
     any_failed = not bool(success.all())
@@ -89,13 +83,13 @@ def token_mismatch(
             continue
         server, client = d[counter], float(ok[col].sum())
         if not np.isfinite(server):
-            return True, f"{counter} went down during the point (server restart?)"
+            return f"{counter} went down during the point (server restart?)"
         diff = client - server
         if any_failed:  # the servers counted the failed requests' tokens too: only an excess
             diff = max(diff, 0.0)  # on the client's side is a disagreement
         if abs(diff) > TOKEN_MISMATCH_REL * max(server, client, 1.0):
-            return True, f"client counted {client:.0f} {col}, servers' {counter} {server:.0f}"
-    return False, ""
+            return f"client counted {client:.0f} {col}, servers' {counter} {server:.0f}"
+    return ""
 
 
 def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -126,15 +120,16 @@ def _per_point(
     why_mismatch = [""] * n
     for p in pd.unique(pid):
         rows = np.flatnonzero(pid == p)
-        step = engine_step_s(sm, p)
+        d = {} if sm is None or sm.empty else server_metrics.counter_deltas(sm, p)
+        step = _engine_step_s(d)
         if not np.isfinite(step):
             cand = rows[ok[rows] & ~burst[rows] & np.isfinite(tpot[rows])]
             if not cand.size:
                 cand = rows[ok[rows] & np.isfinite(tpot[rows])]
             step = float(np.median(tpot[cand])) if cand.size else np.nan
         ref[rows] = step
-        bad, why = token_mismatch(sm, p, req.iloc[rows])
-        if bad:
+        why = _token_mismatch(d, req.iloc[rows])
+        if why:
             mismatch[rows] = ok[rows]
             for r in rows:
                 why_mismatch[r] = why
@@ -213,17 +208,15 @@ def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> p
 
 
 def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
-    """A :func:`point_validity` row, plus ``counts`` and ``first`` for :func:`refusal`."""
+    """A :func:`point_validity` row, plus ``flagged_text`` (counts and first reason)."""
     succ, flagged, valid = (int(g[k].sum()) for k in ("success", "flagged", "valid"))
     share = flagged / succ if succ else 0.0
     enough, acceptable = valid >= MIN_VALID_PER_POINT, share <= MAX_FLAGGED_SHARE
     counts = ", ".join(f"{int(g[k].sum())} {k}" for k in CHECKS if g[k].any())
-    first = g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
-    why = []
-    if flagged:
-        why.append(
-            f"{flagged} of {succ} requests flagged ({percent(share)}: {counts}; e.g. {first})"
-        )
+    text = f"{flagged} of {succ} requests flagged ({percent(share)}, at most "
+    text += f"{percent(MAX_FLAGGED_SHARE, 0)} allowed: {counts}); first: "
+    text += g.loc[g["flagged"], "reason"].iloc[0] if flagged else ""
+    why = [text] if flagged else []
     if not enough:
         why.append(f"{valid} valid requests (< {MIN_VALID_PER_POINT})")
     return {
@@ -237,8 +230,7 @@ def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:
         "enough": enough,
         "acceptable": acceptable,
         "reason": "; ".join(why) if not (enough and acceptable) else "",
-        "counts": counts,
-        "first": first,
+        "flagged_text": text,
     }
 
 
@@ -251,13 +243,7 @@ def refusal(trace: traces.Trace, point_id: str) -> str | None:
     """Why the recorder refuses ``point_id`` (over :data:`MAX_FLAGGED_SHARE` flagged), or None."""
     c = check_requests(trace)
     row = _point_row(point_id, c[c["point_id"] == point_id])
-    if row["acceptable"]:
-        return None
-    return (
-        f"{row['flagged']} of {row['successful']} requests flagged "
-        f"({percent(row['flagged_share'])} > "
-        f"{percent(MAX_FLAGGED_SHARE, 0)}: {row['counts']}); first: {row['first']}"
-    )
+    return None if row["acceptable"] else str(row["flagged_text"])
 
 
 @dataclass(frozen=True)
