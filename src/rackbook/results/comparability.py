@@ -67,84 +67,76 @@ def scale_of(plaus: Plausible) -> float:
     return plaus.scale / float(other) if other else float("nan")
 
 
+#: Token kinds a throughput counts: (words, basis tokens, the phase bounding it; counted cache
+#: hits cost no GEMM: none).
 _TOKENS = (
-    ("output tokens", "output"),
-    ("input + output, cached prefix not counted", "input+output"),
-    ("input + output counting each turn's re-read cached prefix", "input incl. cached+output"),
+    ("output tokens", "output", "decode"),
+    ("input + output, cached prefix not counted", "input+output", "prefill"),
+    (
+        "input + output counting each turn's re-read cached prefix",
+        "input incl. cached+output",
+        None,
+    ),
 )
-
-
-#: The phase bounding each token kind's throughput (counted cache hits cost no GEMM: none).
-_PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
 #: The claim reading the rack against a node, and the most GPUs of a node (HGX; a tray has 4).
 SPEEDUP_CLAIM, NODE_GPUS_MAX = "rack-scaling.speedup", 8
+#: GPUs of the claimed rack, and of one cloud instance of a GB300 NVL72 rack (a compute tray).
+RACK_GPUS, INSTANCE_GPUS = 72, 4
+_NODE = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
+_RACK = f"a rack total over {RACK_GPUS} GPUs"
+_TOTAL = dict(scale=1 / RACK_GPUS, head=_RACK)
+_TOTAL["conversion"] = f"the figure read as the rack's total, divided by its {RACK_GPUS} GPUs"
 
 
-def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
-    per_gpu = tuple(
-        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t], head="per GPU")
-        for n, t in _TOKENS
-    )
-    cached_name, cached = _TOKENS[2]
-    node = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
-    # the node's per-GPU throughput is the figure over 7.9, its size unstated: node-scale points
-    ratio = Plausible(
-        f"{node}, {cached_name}",
-        (("tokens", cached), ("gpu_count", None)),
-        conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
-        "throughputs: the node's throughput per GPU is the figure over the speed-up",
-        divide_by=SPEEDUP_CLAIM,
-        max_gpus=NODE_GPUS_MAX,
-        cross_check=True,
-        head=node,
-    )
-    rack = f"a rack total over {gpus} GPUs"
-    how = f"the figure read as the rack's total, divided by its {gpus} GPUs"
-    total = tuple(
-        Plausible(f"{rack}, {n}", (("tokens", t),), 1 / gpus, how, _PHASE[t], head=rack)
-        for n, t in _TOKENS
-    )
-    return (*per_gpu, ratio, *total)
+def _on(name: str, part: str, value: object, **kw: Any) -> Plausible:
+    """A plausible basis that sets one ``part`` to ``value``."""
+    return Plausible(name, ((part, value),), **kw)
 
 
-#: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
-INSTANCE_GPUS = 4
 #: Claims whose write-up leaves a part of the basis that matters unknown: one reading per basis.
 PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
-    "rack-scaling.throughput": _rack_bases(72),
-    "rack-scaling.speedup": (
+    "rack-scaling.throughput": (
+        *(_on(f"per GPU, {n}", "tokens", t, phase=ph, head="per GPU") for n, t, ph in _TOKENS),
         Plausible(
-            "node = one 4-GPU GB300 compute tray (linear scaling would be 18x)",
-            (("counting", "72 GPUs over 4"),),
+            f"{_NODE}, {_TOKENS[2][0]}",
+            (("tokens", _TOKENS[2][1]), ("gpu_count", None)),
+            conversion="the figure read per GPU of the rack, and the speed-up as a ratio of "
+            "per-GPU throughputs: the node's throughput per GPU is the figure over the speed-up",
+            divide_by=SPEEDUP_CLAIM,
+            max_gpus=NODE_GPUS_MAX,
+            cross_check=True,
+            head=_NODE,
         ),
-        Plausible(
-            "node = an 8-GPU HGX-class node (linear scaling would be 9x)",
-            (("counting", "72 GPUs over 8"),),
-        ),
+        *(_on(f"{_RACK}, {n}", "tokens", t, phase=ph, **_TOTAL) for n, t, ph in _TOKENS),
+    ),
+    "rack-scaling.speedup": tuple(
+        _on(f"node = {n} (linear scaling would be {72 // g}x)", "counting", f"72 GPUs over {g}")
+        for n, g in (("one 4-GPU GB300 compute tray", 4), ("an 8-GPU HGX-class node", 8))
     ),
     "rack-scaling.cost": (
-        Plausible("a rental price", (("metric", "rental price per GPU-hour"),)),
-        Plausible("a list (on-demand) price", (("metric", "list price per GPU-hour"),)),
-        Plausible(
+        _on("a rental price", "metric", "rental price per GPU-hour"),
+        _on("a list (on-demand) price", "metric", "list price per GPU-hour"),
+        _on(
             "a list price per 4-GPU instance-hour",
-            (("metric", "list price per GPU-hour"),),
-            1 / INSTANCE_GPUS,
-            f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) hourly "
-            f"price, divided by its {INSTANCE_GPUS} GPUs",
+            "metric",
+            "list price per GPU-hour",
+            scale=1 / INSTANCE_GPUS,
+            conversion=f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) "
+            f"hourly price, divided by its {INSTANCE_GPUS} GPUs",
         ),
-        Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
-        Plausible(
+        _on("an ownership cost", "metric", "ownership cost per GPU-hour"),
+        _on(
             "a token value at the model vendor's API prices",
-            (("metric", "token value per GPU-hour"),),
+            "metric",
+            "token value per GPU-hour",
             conversion="the figure read as what the tokens of the rack claim's throughput, "
             "per GPU, are worth in an hour at DeepSeek's V4.1-Flash API list prices and "
             "AgentX's token mix",
             cross_check=True,
         ),
     ),
-    "single-user.throughput": (
-        Plausible("mean TPOT", (("statistic", "mean"),)),
-        Plausible("median (P50) TPOT", (("statistic", "median"),)),
+    "single-user.throughput": tuple(
+        _on(f"{n} TPOT", "statistic", s) for n, s in (("mean", "mean"), ("median (P50)", "median"))
     ),
 }
 
