@@ -233,22 +233,19 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
         b = dataclasses.replace(trace_row_basis(r), metric="rack/node throughput ratio")
         b = dataclasses.replace(b, per="deployment", counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}")
         shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
-        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
+        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date", "source")}
         row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
-        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b)
+        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b, notes=_RATIO)
         row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
         row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
-        row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
         out.append(_DEFAULTS | row)
     return out
 
 
-_RATIO_NOTE = (
-    f"ratio of two published rows computed here: {RACK_GPUS} GPUs over {NODE_GPUS} ({NODE_GPUS} "
-    f"GPUs = two 4-GPU GB300 trays); linear would be {RACK_GPUS / NODE_GPUS:g}x. MLPerf does not "
-    f"say whether the {RACK_GPUS}-GPU system serves as one deployment or as independent replicas "
-    f"(e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as replicas the ratio counts replicas, "
-    "not one deployment's scaling"
+_RATIO = (
+    "ratio of two published rows computed here: 72 GPUs over 8 (two 4-GPU GB300 trays); linear "
+    "would be 9x. MLPerf does not say whether the 72-GPU system serves as one deployment or as "
+    "independent replicas (e.g. 9 of 8 GPUs): as replicas the ratio counts replicas"
 )
 
 
