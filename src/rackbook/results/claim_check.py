@@ -95,10 +95,11 @@ def build_per_gpu_points() -> dict[str, Any]:
 
     from rackbook.results import evidence
     from rackbook.results.comparability import WEIGHTS
+    from rackbook.results.published_rows import PER_GPU
 
     pts = evidence.published_points()
     pts = pts[
-        pts["unit"].map(lambda u: evidence.unit_family(str(u)) == evidence.PER_GPU)
+        pts["unit"].astype(str).str.endswith(PER_GPU)
         & pts["value"].notna()
         & (pts["role"] != "context")
     ]

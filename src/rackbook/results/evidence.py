@@ -23,13 +23,10 @@ from rackbook.inputs import published as figures_registry
 from rackbook.results import comparability as cmp
 from rackbook.results import published_rows as pr
 from rackbook.results.certainty import MODELLED_NOTE
+from rackbook.results.comparability import DECISIVE, as_basis
 from rackbook.results.headline import VOCABULARY, ClaimReading
+from rackbook.results.published_rows import text_or_none, unit_family, value_text
 from rackbook.results.registry import ChapterTable
-
-DECISIVE, PLAUSIBLE, claim_bases = cmp.DECISIVE, cmp.PLAUSIBLE, cmp.claim_bases
-PER_GPU, POINT_COLUMNS, SHIPPED = pr.PER_GPU, pr.POINT_COLUMNS, pr.SHIPPED
-unit_family, ratio_text, value_text = pr.unit_family, pr.ratio_text, pr.value_text
-text_or_none, registries, as_basis = pr.text_or_none, pr.registries, cmp.as_basis
 
 #: The verdict words of the "published evidence" reading; :data:`DEPENDS` where bases disagree.
 VERDICTS: tuple[str, ...] = VOCABULARY["published"]
@@ -51,19 +48,19 @@ def published_points(result: str | None = None) -> pd.DataFrame:
     """Every published point, one row each (:data:`POINT_COLUMNS`), in its claim's unit."""
     df = _all_points(str(paths.DATA)).copy()
     if result is not None:
-        registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
+        pr.registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
         df = df[df["result"] == result]
     return df.reset_index(drop=True)
 
 
 @functools.lru_cache(maxsize=4)
 def _all_points(data: str) -> pd.DataFrame:
-    reg = registries(data)[0]
+    reg = pr.registries(data)[0]
     df = pr.load_rows(data)
     df["comparable"] = [cmp.mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
     used: set[str] = set()
     for c in reg.claims:
-        for br in _basis_readings(c, _claim_value(c), df[df["claim_id"] == c.id]):
+        for br in _basis_readings(c, c.value, df[df["claim_id"] == c.id]):
             used.update(br.decided_on)
     df["used"] = df["id"].isin(used).astype(bool)
     return df
@@ -89,7 +86,7 @@ def published_reading(
     lo, hi = float(vals.min()), float(vals.max())
     if value > hi + tolerance or value < lo - tolerance:
         verdict, end, bound = ("above", "highest", hi) if value > hi else ("below", "lowest", lo)
-        margin = f"{ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
+        margin = f"{pr.ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
     else:
         verdict, margin = "within", f"at the published {value_text(hi, unit)}"
         if hi > lo:
@@ -202,10 +199,6 @@ class BasisReading:
         return d | {"near": self.near.as_dict() if self.near is not None else None}
 
 
-def _claim_value(claim: claims_registry.Claim) -> float:
-    return claim.value if claim.value is not None else float("nan")
-
-
 def _who(r: pd.Series) -> tuple[str, ...]:
     parts, names = [str(r["submitter"])], catalogs.display_names()
     hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
@@ -248,13 +241,13 @@ def _candidates(
 
 
 def _basis_readings(
-    claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
+    claim: claims_registry.Claim, value: float | None, points: pd.DataFrame, tolerance: float = 0.0
 ) -> list[BasisReading]:
     """The claim's reading on each named basis (verified, agreeing in :data:`DECISIVE`: decide)."""
-    out = []
-    for plaus, cb in claim_bases(claim):
+    out, value = [], float("nan") if value is None else value
+    for plaus, cb in cmp.claim_bases(claim):
         scale = cmp.scale_of(plaus)
-        v = value * scale if value is not None and math.isfinite(value) else float("nan")
+        v = value * scale if math.isfinite(value) else float("nan")
         rows = _candidates(claim, plaus, cb, points)
         deciding = [
             r for r, _, dec in rows if not dec and r["role"] == "measurement" and r["verified"]
@@ -284,7 +277,7 @@ def _step(claim: claims_registry.Claim, plaus: cmp.Plausible, value: float, v: f
     """``954,000 / 7.9 = 120,759 tok/s/GPU`` where another claim's figure divides the value."""
     if plaus.divide_by is None or not math.isfinite(v):
         return ""
-    other = registries(str(paths.DATA))[0].get(plaus.divide_by)
+    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by)
     return f"{pr.number_text(value)} / {other.value:g} = {value_text(v, _unit_of(claim))}"
 
 
@@ -321,7 +314,7 @@ def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, 
 
 
 def _unit_of(claim: claims_registry.Claim) -> str:
-    units = {"rack-scaling.throughput": PER_GPU, "single-user.throughput": pr.PER_USER}
+    units = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
     return units.get(claim.id, claim.unit)
 
 
@@ -368,10 +361,9 @@ def _closest_margin(top: list[BasisReading]) -> str:
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """A claim's published evidence on each named basis (``value``: in the claim's unit)."""
-    reg, _ = registries(str(paths.DATA))
+    reg, _ = pr.registries(str(paths.DATA))
     claim = reg.get(claim_id)
-    if value is None:
-        value = _claim_value(claim)
+    value = claim.value if value is None else value
     pts = published_points()
     mine = pts[pts["claim_id"] == claim_id]
     brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
@@ -389,7 +381,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     if top_list:
         margin += f"; {list_price_text(top_list)}"
     if out_names:
-        margin = f"physics rules out {_names_text(out_names)}; {margin}"
+        shown = [as_basis(n) for n in out_names]
+        names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
+        margin = f"physics rules out {names}; {margin}"
     many = f"basis unknown in a part that matters, read on {len(brs)} named bases"
     basis_line = many if len(brs) > 1 else f"basis: {brs[0].basis}"
     lead = "; ".join(x for x in (READING_NOTES.get(claim_id, ""), basis_line) if x)
@@ -402,7 +396,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     return ClaimEvidence(claim_id, combine(brs), margin, reason, sources, tuple(brs), closest, **kw)
 
 
-def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
+def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, object] | None:
     """The highest list price ($/GPU-hour) of a claim's points: ``value``, ``who``, ``verified``,
     ``ratio`` (the claim's figure over it); None without one."""
     if "price_kind" not in points.columns:
@@ -422,14 +416,9 @@ def list_price_text(lp: Mapping[str, object]) -> str:
     """``highest list price: $18.00/GPU-hour (Oracle ..., NOT VERIFIED), the claim 2.16x it``."""
     flag = "" if lp["verified"] else ", NOT VERIFIED"
     ratio = lp["ratio"]
-    tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
+    tail = f", the claim {pr.ratio_text(ratio)} it" if isinstance(ratio, float) else ""
     price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
     return f"highest list price: {price} ({lp['who']}{flag}){tail}"
-
-
-def _names_text(names: tuple[str, ...]) -> str:
-    shown = [as_basis(n) for n in names]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 #: What the reader must know before a claim's published reading (chapters declare it).
@@ -484,7 +473,7 @@ def _basis_row(br: BasisReading) -> dict[str, object]:
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
     per named basis, then its ``published`` points."""
-    reg, _ = registries(str(paths.DATA))
+    reg, _ = pr.registries(str(paths.DATA))
     pts, names = published_points(result), catalogs.display_names()
     rows = []
     for c in reg.for_result(result):
