@@ -313,9 +313,9 @@ def readings(
 ) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
     """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
-        from rackbook.results import readable
+        from rackbook.results import registry
 
-        readable.check_trace(None, args.trace, "--trace")
+        registry.check_trace(None, args.trace, "--trace")
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch
