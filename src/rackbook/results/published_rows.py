@@ -334,40 +334,33 @@ def source_fields(path: str | Path) -> dict[str, str]:
 def prefill_rows(data: str) -> list[dict[str, object]]:
     """The prefill-TTFT table as points of prefill-gain.gain (%), per configuration and prompt."""
     root = Path(data) / "published" / "sources"
-    table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
-    date = src.get("date", "").split(" ")[0] or None
     same = dict(model="DeepSeek-V4.1-Flash", hardware="GB200", engine="vLLM")
-    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-")
-    basis["tokens"] = "new input"
-    basis |= dict(gpus="deployment", workload="fixed lengths", context=0, speculation="-")
+    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-", context=0)
+    basis |= dict(tokens="new input", gpus="deployment", workload="fixed lengths", speculation="-")
     basis |= dict(statistic="median", serving="aggregated") | same
+    common = _DEFAULTS | same | dict(unit="%", concurrency=1, claim_id="prefill-gain.gain")
+    common |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"))
+    common |= dict(date=src.get("date", "").split(" ")[0] or None, conversion=_PREFILL_RULE)
+    common["source"] = Path(PREFILL_TABLE).name
     out = []
-    for c in load_prefill_table(table):
-        row: dict[str, object] = dict(value=c.gain_pct, unit="%", gpus=c.gpus, concurrency=1)
-        row |= dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}", claim_id="prefill-gain.gain")
-        row["as_published"] = (
-            f"TTFT {number_text(c.off_ms)} ms replay off, "
-            f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs"
-        )
-        row |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"), date=date)
-        row["system"] = f"{c.cfg}, {c.prompt} prompt"
-        row["quote"] = (
-            f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: {c.eager_ms:g}, graph: '
-            f"{c.graph_ms:g} }} ({c.cfg})"
-        )
+    for c in load_prefill_table(root / Path(PREFILL_TABLE).name):
+        off, eager, graph = c.off_ms, c.eager_ms, c.graph_ms
+        row: dict[str, object] = dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}")
+        row |= dict(value=c.gain_pct, gpus=c.gpus, system=f"{c.cfg}, {c.prompt} prompt")
+        row["as_published"] = f"TTFT {number_text(off)} ms off, {number_text(graph)} ms graphs"
+        row["quote"] = f'{{ p: "{c.prompt}", off: {off:g}, eager: {eager:g}, graph: {graph:g} }}'
         row["notes"] = (
-            "single request, prefix caching off, median of 3 runs on GB200; replay on with an "
-            f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
+            f"{c.cfg}: single request, prefix caching off, median of 3 runs on GB200; replay on "
+            f"with an eager decoder: {(off / eager - 1) * 100:+.1f} %"
         )
-        row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
-        out.append(_DEFAULTS | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
+        out.append(common | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
     return out
 
 
 _PREFILL_RULE = (
-    "gain on the same new tokens = TTFT replay off / TTFT replay + CUDA graphs - 1 (one request: "
-    "its rate is its tokens over its TTFT)"
+    "gain on the same new tokens = TTFT replay off (off) / TTFT replay + decoder CUDA graphs "
+    "(graphs) - 1 (one request: its rate is its tokens over its TTFT)"
 )
 
 
