@@ -141,24 +141,22 @@ class Closest:
         """One line: who, value, ratio, setup and URL, and what it differs in."""
         flag = "" if self.verified else " (NOT VERIFIED)"
         diffs = "; ".join(d.named(catalogs.display_names()) for d in self.differences)
-        diff = f"{_LEAD[self.kind]}differs in {diffs}" if diffs else "like for like"
+        diff = f"{_KINDS[self.kind][0]}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
         value = pr.point_value(vars(self))
         return f"{self.who}: {value}{flag}{pr.point_ratio(vars(self))} ({at}); {diff}{old}"
 
 
-#: How a closest point's differences are introduced, and what a margin calls it, by its kind.
-_LEAD = {
-    "like for like": "",
-    "near": "does not decide: ",
-    "analogue": "an analogue, never decides: ",
-}
-_CLOSEST = {
-    "analogue": "closest published point (an analogue, never decides)",
-    "near": "closest published point (near, does not decide)",
-    "like for like": "closest like-for-like point",
-    "modelled": "closest published figure (a modelled price, not a measurement)",
+#: By a closest point's kind: how its differences are introduced, what a margin calls it.
+_KINDS = {
+    "like for like": ("", "closest like-for-like point"),
+    "near": ("does not decide: ", "closest published point (near, does not decide)"),
+    "analogue": (
+        "an analogue, never decides: ",
+        "closest published point (an analogue, never decides)",
+    ),
+    "modelled": ("", "closest published figure (a modelled price, not a measurement)"),
 }
 
 
@@ -352,7 +350,7 @@ def _top(brs: list[BasisReading]) -> list[BasisReading]:
 def _closest_margin(top: list[BasisReading]) -> str:
     closest = top[0].closest
     assert closest is not None
-    kind = _CLOSEST["modelled" if closest.modelled else closest.kind]
+    kind = _KINDS["modelled" if closest.modelled else closest.kind][1]
     if len(top) == 1:
         return f"{kind}: {closest.span()}"
     each = "; ".join(f"{as_basis(br.name)}: {br.closest.span()}" for br in top if br.closest)
@@ -448,28 +446,6 @@ TABLE_COLUMNS = (
 _POINT_COPY = "hardware gpus model engine value unit as_published role comparable url date".split()
 
 
-def _claim_row(c: claims_registry.Claim, e: ClaimEvidence) -> dict[str, object]:
-    sc = c.scope
-    row: dict[str, object] = dict(kind="claim", role="claim", engine="vLLM", used=False)
-    row |= dict(who="claim (data/claims.yaml)", verified=False, basis=c.figure_basis.short())
-    row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, as_published=c.value_text)
-    row |= dict(value=c.value, unit=c.unit, comparable=e.reason, verdict=e.verdict, margin=e.margin)
-    return row | {"url": e.closest.url if e.closest else c.source.primary}
-
-
-def _basis_row(br: BasisReading) -> dict[str, object]:
-    close = br.closest.text() if br.closest else "no published point"
-    near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
-    margin = br.margin
-    if br.ruled_out:
-        shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
-        margin = f"ruled out by physics: {br.ruled_out}{shown}"
-    row: dict[str, object] = dict(kind="reading", who=br.name, role="reading", verified=True)
-    row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
-    row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
-    return row | {"url": br.closest.url if br.closest else None}
-
-
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
     per named basis, then its ``published`` points."""
@@ -477,19 +453,29 @@ def evidence_table(result: str) -> pd.DataFrame:
     pts, names = published_points(result), catalogs.display_names()
     rows = []
     for c in reg.for_result(result):
-        e = claim_evidence(c.id)
-        rows += [{"claim_id": c.id} | _claim_row(c, e)]
-        rows += [{"claim_id": c.id} | _basis_row(br) for br in e.bases]
+        e, sc = claim_evidence(c.id), c.scope
+        row: dict[str, object] = dict(claim_id=c.id, kind="claim", role="claim", engine="vLLM")
+        row |= dict(who="claim (data/claims.yaml)", verified=False, basis=c.figure_basis.short())
+        row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, used=False)
+        row |= dict(value=c.value, unit=c.unit, comparable=e.reason, verdict=e.verdict)
+        row |= dict(as_published=c.value_text, margin=e.margin)
+        rows.append(row | {"url": e.closest.url if e.closest else c.source.primary})
+        for br in e.bases:
+            close = br.closest.text() if br.closest else "no published point"
+            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
+            shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
+            margin = f"ruled out by physics: {br.ruled_out}{shown}" if br.ruled_out else br.margin
+            row = dict(claim_id=c.id, kind="reading", who=br.name, role="reading", verified=True)
+            row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
+            row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
+            rows.append(row | {"url": br.closest.url if br.closest else None})
         for p in pts[pts["claim_id"] == c.id].to_dict("records"):
             gpu, _, how = str(p["system"]).partition(" ")  # "b200 low-latency (single)"
             system = f" · {names.get(gpu, gpu)} {how}".rstrip() if text_or_none(p["system"]) else ""
-            b = p["basis"]
-            rows.append(
-                {k: p[k] for k in _POINT_COPY}
-                | {"claim_id": c.id, "kind": "published", "who": f"{p['submitter']}{system}"}
-                | {"used": bool(p["used"]), "verified": bool(p["verified"])}
-                | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None}
-            )
+            b, row = p["basis"], {k: p[k] for k in _POINT_COPY}
+            row |= dict(claim_id=c.id, kind="published", who=f"{p['submitter']}{system}")
+            row |= dict(used=bool(p["used"]), verified=bool(p["verified"]))
+            rows.append(row | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None})
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([pr.int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df
