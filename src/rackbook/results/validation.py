@@ -395,18 +395,14 @@ def fit_document(res: FitResult) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "method": (
-            "layer_s (per-layer floor, s) anchored on a measurement, not fitted: vLLM single-user "
-            "post on 8 B300 (2026-05-11), 1 / 125 tok/s / 61 layers, its figure excluded from "
-            "the points; grid search over efficiency (kernel-time factor) minimising the "
-            "squared log(measured / expected), each source weighted equally; "
-            f"interval: the quantiles {INTERVAL_QUANTILES} of held-out log(measured / "
-            "expected) with split conformal prediction's finite-sample correction (each "
-            "level scaled by (n + 1) / n for n residuals), each source weighing the same: "
-            "for fit, every point predicted by the fit without its source; for each "
-            "held_out fold, the other sources' points, each predicted without its source "
-            "and the fold's (never the fitted residuals); "
-            "held_out: the same fit without each source (leave-one-source-out). "
-            "Regenerate: rackbook validate --fit"
+            "layer_s (per-layer floor, s): anchored on vLLM's single-user post on 8 B300 "
+            "(2026-05-11), 1 / 125 tok/s / 61 layers, not fitted (its figure is not a point); "
+            "efficiency (kernel-time factor): the grid value minimising the squared log(measured "
+            "/ expected), each source weighing the same; interval: the quantiles "
+            f"{INTERVAL_QUANTILES} of log(measured / expected), each point predicted without its "
+            "source, each level scaled by (n + 1) / n for n residuals (split conformal); "
+            "held_out: the fit without each source, its interval from the other sources' points "
+            "predicted without their source and the fold's. Regenerate: rackbook validate --fit"
         ),
         "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
         "fit": res.fit.params(),
