@@ -213,9 +213,8 @@ def _physics_rules_out(
     if mid is None or gid not in catalogs.load_hardware().gpus:
         return None
     c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
-    if c.verdict != "impossible":
-        return None
-    return RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
+    ruled = RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
+    return ruled if c.verdict == "impossible" else None
 
 
 def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
@@ -247,12 +246,11 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
 def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
     """Near evidence: the same quantity, model family and GPU generation, at most one stated
     decisive difference. It never decides."""
-    parts = {d.part for d in diffs}
-    if parts & {"metric", "tokens", "per"}:
+    if {d.part for d in diffs} & {"metric", "tokens", "per"}:
         return False
-    if point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model):
-        return False
-    if len(stated_differences(cb, decisive)) > 1:
+    if len(stated_differences(cb, decisive)) > 1 or (
+        point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model)
+    ):
         return False
     hw_c, hw_p = cb.hardware, point.hardware
     if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
