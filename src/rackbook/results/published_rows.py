@@ -5,6 +5,7 @@ the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."
 from __future__ import annotations
 
 import dataclasses
+import email
 import functools
 import re
 from collections.abc import Mapping
@@ -317,18 +318,9 @@ def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
 
 
 def source_fields(path: str | Path) -> dict[str, str]:
-    """The ``key: value`` fields of a SOURCE.txt (continuation lines joined)."""
-    p = paths.resolve(path)
-    out: dict[str, str] = {}
-    key = ""
-    for line in p.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^([a-z]+):\s*(.*)$", line)
-        if m:
-            key = m.group(1)
-            out[key] = m.group(2).strip()
-        elif key and line.strip():
-            out[key] += " " + line.strip()
-    return out
+    """The ``key: value`` fields of a SOURCE.txt (mail-header syntax: indented lines continue)."""
+    msg = email.message_from_string(paths.resolve(path).read_text(encoding="utf-8"))
+    return {k: " ".join(v.split()) for k, v in msg.items()}
 
 
 def prefill_rows(data: str) -> list[dict[str, object]]:
