@@ -247,14 +247,11 @@ def _basis_readings(
         scale = cmp.scale_of(plaus)
         v = value * scale if math.isfinite(value) else float("nan")
         rows = _candidates(claim, plaus, cb, points)
-        deciding = [
-            r for r, _, dec in rows if not dec and r["role"] == "measurement" and r["verified"]
+        like = [
+            r for r, _, d in rows if not d and (r["role"] == "measurement" or not r["verified"])
         ]
-        unverified_like = [r for r, _, dec in rows if not dec and not bool(r["verified"])]
-        frame = pd.DataFrame(deciding) if deciding else points.iloc[0:0]
-        if unverified_like:
-            frame = pd.concat([frame, pd.DataFrame(unverified_like)])
-        read = published_reading(claim.id, v, frame, tolerance * scale)
+        deciding = [r for r in like if r["verified"]]
+        read = published_reading(claim.id, v, pd.DataFrame(like), tolerance * scale)
         unit = _unit_of(claim)
         margin = "-" if read.verdict == "none published" else read.margin
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
