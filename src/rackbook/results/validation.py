@@ -64,7 +64,6 @@ class Point:
     decode_gpus: int | None = None
     context: float | None = None
     note: str = ""
-    url: str = ""
 
     @property
     def band(self) -> str:
@@ -156,14 +155,13 @@ def _point(
         f = figs.get(pid)
         if f is None:
             raise InputError(file, f"{where}.figure", f"{pid!r} is not in figures.yaml")
-        measured, url = float(f.value) / float(spec.get("per_node") or 1), str(f.url)
-        conc = f.concurrency
+        measured, conc = float(f.value) / float(spec.get("per_node") or 1), f.concurrency
     else:
         r = rows.get((src, pid))
         if r is None:
             raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
         col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
-        measured, url = _row_value(r, col, "tok_s_per_gpu") or 0.0, str(r.get("url") or "")
+        measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
         ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
         tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
         conc = _row_value(r, "concurrency")
@@ -198,7 +196,7 @@ def _point(
     kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
     names = "precision isl osl tpot_ms prefill_gpus decode_gpus context".split()
     kw |= {k: spec.get(k) for k in names}
-    kw |= dict(gpus=int(spec["gpus"]), url=url, note=str(spec.get("note") or ""))
+    kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
     return Point(pid, src, spec["primary"], measured, **kw)
 
