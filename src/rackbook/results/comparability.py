@@ -21,15 +21,8 @@ from rackbook.core.units import plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
+from rackbook.results import published_rows as pr
 from rackbook.results.certainty import side
-from rackbook.results.published_rows import (
-    claim_over,
-    number_text,
-    registries,
-    span_text,
-    text_or_none,
-    unit_family,
-)
 from rackbook.results.registry import ChapterTable
 
 #: A candidate point of a named basis: (row, differences, the decisive ones).
@@ -63,7 +56,7 @@ def scale_of(plaus: Plausible) -> float:
     """``scale``, divided by the figure of the claim ``divide_by`` names if any."""
     if plaus.divide_by is None:
         return plaus.scale
-    other = registries(str(paths.DATA))[0].get(plaus.divide_by).value
+    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by).value
     return plaus.scale / float(other) if other else float("nan")
 
 
@@ -80,12 +73,12 @@ _TOKENS = (
 )
 #: The claim reading the rack against a node, and the most GPUs of a node (HGX; a tray has 4).
 SPEEDUP_CLAIM, NODE_GPUS_MAX = "rack-scaling.speedup", 8
-#: GPUs of the claimed rack, and of one cloud instance of a GB300 NVL72 rack (a compute tray).
-RACK_GPUS, INSTANCE_GPUS = 72, 4
+#: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
+INSTANCE_GPUS = 4
 _NODE = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
-_RACK = f"a rack total over {RACK_GPUS} GPUs"
-_TOTAL = dict(scale=1 / RACK_GPUS, head=_RACK)
-_TOTAL["conversion"] = f"the figure read as the rack's total, divided by its {RACK_GPUS} GPUs"
+_RACK = f"a rack total over {pr.RACK_GPUS} GPUs"
+_TOTAL = dict(scale=1 / pr.RACK_GPUS, head=_RACK)
+_TOTAL["conversion"] = f"the figure read as the rack's total, divided by its {pr.RACK_GPUS} GPUs"
 
 
 def _on(name: str, part: str, value: object, **kw: Any) -> Plausible:
@@ -197,9 +190,9 @@ class RuledOut:
 
     def text(self) -> str:
         return (
-            f"{number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
+            f"{pr.number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
             f"{ratio_text(self.ratio)} the {self.limit} ceiling of "
-            f"{number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
+            f"{pr.number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
         )
 
 
@@ -289,10 +282,10 @@ class Near:
 
     def text(self) -> str:
         n = plural(len(self.points), "near point")
-        span = span_text(self.low, self.high, self.unit)
+        span = pr.span_text(self.low, self.high, self.unit)
         lo, hi = self.ratio_low, self.ratio_high
         them = "it" if len(self.points) == 1 or lo == hi else "them"
-        ratio = "" if lo is None or hi is None else "; " + claim_over(lo, hi, them)
+        ratio = "" if lo is None or hi is None else "; " + pr.claim_over(lo, hi, them)
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -315,7 +308,7 @@ def near_reading(
         for r, diffs, dec in rows
         if (dec or not bool(r["verified"]))
         and r["role"] == "measurement"
-        and unit_family(str(r["unit"])) == unit_family(unit)
+        and pr.unit_family(str(r["unit"])) == pr.unit_family(unit)
         and is_near(cb, r["basis"], diffs, dec)
         and not (peak and latency_tuned(r))
     ]
@@ -325,11 +318,11 @@ def near_reading(
     lo, hi = min(vals), max(vals)
     ok = math.isfinite(value) and lo > 0
     parts = dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds)
-    kw: dict[str, Any] = dict(low=lo, high=hi, unit=unit_family(str(near[0][0]["unit"])))
+    kw: dict[str, Any] = dict(low=lo, high=hi, unit=pr.unit_family(str(near[0][0]["unit"])))
     kw |= dict(ratio_low=value / hi if ok else None, ratio_high=value / lo if ok else None)
     kw |= dict(differences=tuple(parts), urls=tuple(dict.fromkeys(str(r["url"]) for r, _ in near)))
     kw["unverified"] = tuple(str(r["id"]) for r, _ in near if not bool(r["verified"]))
-    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded")))
+    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if pr.text_or_none(r.get("superseded")))
     ids = tuple(str(r["id"]) for r, _ in near)
     return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
 
@@ -377,11 +370,11 @@ def near_text(near: Mapping[str, Any] | None) -> str:
         f"near evidence, which does not decide: {plural(len(pts), 'published point')} of the "
         "same quantity on a sibling model or GPU"
         + (f" ({unv} NOT VERIFIED)" if unv else "")
-        + f", {span_text(float(near['low']), float(near['high']), str(near['unit']))}"
+        + f", {pr.span_text(float(near['low']), float(near['high']), str(near['unit']))}"
     )
     rl, rh = near.get("ratio_low"), near.get("ratio_high")
     if isinstance(rl, float) and isinstance(rh, float):
-        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")
+        out += "; " + pr.claim_over(rl, rh, "it" if len(pts) == 1 else "them")
     nb = len(near.get("bases") or [])
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"
