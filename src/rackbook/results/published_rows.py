@@ -427,18 +427,11 @@ def load_rows(data: str) -> pd.DataFrame:
     """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
     reg, figs = registries(data)
     raw = trace_points(str(Path(data) / "published"))
-    rows = []
-    for _, r in raw.iterrows():
-        rows.append(_from_trace_row(r))
-        rows += converted_rows(r)
-    rows += mlperf_ratios(raw)
-    rows += prefill_rows(data)
-    rows += token_value_rows(data)
+    rows = [x for _, r in raw.iterrows() for x in (_from_trace_row(r), *converted_rows(r))]
+    rows += [*mlperf_ratios(raw), *prefill_rows(data), *token_value_rows(data)]
     rows += [_from_figure(f) for f in figs.figures]
-    df = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    df = pd.DataFrame(rows, columns=POINT_COLUMNS).astype({"value": float, "verified": bool})
     df["result"] = [reg.get(c).result for c in df["claim_id"]]
     for c in ("gpus", "isl", "osl", "concurrency"):
         df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
-    df["value"] = df["value"].astype(float)
-    df["verified"] = df["verified"].astype(bool)
     return df
