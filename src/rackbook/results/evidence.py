@@ -288,10 +288,8 @@ def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]
     group = [r] + [x[0] for x in tied]
     vals = [float(x["value"]) for x in group if unit_family(str(x["unit"])) == unit_family(unit)]
     lo, hi = (min(vals), max(vals)) if vals else (None, None)
-    if r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec):
-        kind = "analogue"
-    else:
-        kind = "near" if dec or not bool(r["verified"]) else "like for like"
+    analogue = r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec)
+    kind = "analogue" if analogue else "near" if dec or not r["verified"] else "like for like"
     kw: dict[str, Any] = dict(low=lo, high=hi, modelled=_modelled(r), kind=kind)
     kw |= dict(ratio_low=v / hi if fin and hi else None, ratio_high=v / lo if fin and lo else None)
     kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
