@@ -135,10 +135,10 @@ def test_a_parameter_changed_executes_again(repo, executions):
 
 
 def test_another_trace_folder_is_hashed_by_content(repo, executions, monkeypatch):
-    from rackbook.results import readable
+    from rackbook.results import registry
 
     # the stand-in traces of this repository are not readable traces: hashing is the point
-    monkeypatch.setattr(readable, "check_trace", lambda *a, **k: {})
+    monkeypatch.setattr(registry, "check_trace", lambda *a, **k: {})
     other = repo / "mine"
     shutil.copytree(repo / "data/traces" / RESULT, other)
     assert _run(parameters={"trace": str(other)}) is True

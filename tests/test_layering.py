@@ -55,7 +55,6 @@ SHARED_RESULTS = {
     "evidence",
     "comparability",
     "published_rows",
-    "contract",
     "certainty",
     "__init__",
 }

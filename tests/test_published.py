@@ -455,7 +455,7 @@ def test_shipped_traces_rebuild_from_the_saved_sources(tmp_path):
         capture_output=True,
         cwd=paths.ROOT,
     )
-    for name in evidence.SHIPPED:
+    for name in published_rows.SHIPPED:
         new = traces.read_trace(tmp_path / name)
         old = traces.read_trace(paths.DATA / "published" / name)
         pd.testing.assert_frame_equal(new.extra["published_points"], old.extra["published_points"])
@@ -475,7 +475,7 @@ def test_no_published_row_rests_on_a_test_fixture():
     were, until 2026-12-06: InferenceX-app's Cypress fixture). The fixture stays an importer
     test input, and figures.yaml's rejected list says why it is not evidence."""
     shipped = sorted(p.parent.name for p in (paths.DATA / "published").glob("*/run.json"))
-    assert shipped == sorted(evidence.SHIPPED) and "inferencex-dsr1" not in shipped
+    assert shipped == sorted(published_rows.SHIPPED) and "inferencex-dsr1" not in shipped
     for name in shipped:
         src = traces.read_trace(paths.DATA / "published" / name).run["source"]
         where = f"{src['url']} {src.get('path') or ''}".lower()
@@ -683,7 +683,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
 
 def test_published_points_table():
     p = evidence.published_points()
-    assert list(p.columns) == evidence.POINT_COLUMNS
+    assert list(p.columns) == published_rows.POINT_COLUMNS
     assert (p["kind"] == "published").all() and p["id"].is_unique
     reg = claims.load_claims()
     assert set(p["claim_id"]) <= set(reg.ids)

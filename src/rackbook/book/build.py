@@ -250,7 +250,7 @@ def build_book(
 def check_user_traces(base: Path) -> list[str]:
     """The results with a trace ``base/RESULT``, each checked whole before anything runs."""
     from rackbook.core import traces
-    from rackbook.results.readable import check_trace
+    from rackbook.results.registry import check_trace
 
     if not base.is_dir():
         raise InputError(base, "--traces", "not a folder of traces (one folder per result)")

@@ -93,7 +93,7 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
     if not folder.is_dir():
         why = "not a folder (a trace is a folder with run.json and tables)"
         raise InputError(folder, field, why)
-    from rackbook.results.readable import check_trace
+    from rackbook.results.registry import check_trace
 
     check_trace(result, folder, field)
     if result == "single-user":

@@ -1,6 +1,5 @@
-"""One module per result of the book, each keeping :mod:`rackbook.results.contract`, named in
-:data:`REGISTRY` (name -> module, loaded on first use: importing the six takes seconds); plus
-what they share (``headline``, ``verdicts``, the published evidence)."""
+"""One module per result (:data:`REGISTRY`, loaded on first use), each keeping the contract of
+:mod:`rackbook.results.registry`; plus what they share (``headline``, the published evidence)."""
 
 from __future__ import annotations
 

@@ -95,10 +95,11 @@ def build_per_gpu_points() -> dict[str, Any]:
 
     from rackbook.results import evidence
     from rackbook.results.comparability import WEIGHTS
+    from rackbook.results.published_rows import PER_GPU
 
     pts = evidence.published_points()
     pts = pts[
-        pts["unit"].map(lambda u: evidence.unit_family(str(u)) == evidence.PER_GPU)
+        pts["unit"].astype(str).str.endswith(PER_GPU)
         & pts["value"].notna()
         & (pts["role"] != "context")
     ]
@@ -312,9 +313,9 @@ def readings(
 ) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
     """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
-        from rackbook.results import readable
+        from rackbook.results import registry
 
-        readable.check_trace(None, args.trace, "--trace")
+        registry.check_trace(None, args.trace, "--trace")
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     conc = args.concurrency if args.concurrency is not None else args.batch

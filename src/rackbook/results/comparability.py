@@ -21,15 +21,8 @@ from rackbook.core.units import plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
+from rackbook.results import published_rows as pr
 from rackbook.results.certainty import side
-from rackbook.results.published_rows import (
-    claim_over,
-    number_text,
-    registries,
-    span_text,
-    text_or_none,
-    unit_family,
-)
 from rackbook.results.registry import ChapterTable
 
 #: A candidate point of a named basis: (row, differences, the decisive ones).
@@ -63,88 +56,80 @@ def scale_of(plaus: Plausible) -> float:
     """``scale``, divided by the figure of the claim ``divide_by`` names if any."""
     if plaus.divide_by is None:
         return plaus.scale
-    other = registries(str(paths.DATA))[0].get(plaus.divide_by).value
+    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by).value
     return plaus.scale / float(other) if other else float("nan")
 
 
+#: Token kinds a throughput counts: (words, basis tokens, the phase bounding it; counted cache
+#: hits cost no GEMM: none).
 _TOKENS = (
-    ("output tokens", "output"),
-    ("input + output, cached prefix not counted", "input+output"),
-    ("input + output counting each turn's re-read cached prefix", "input incl. cached+output"),
+    ("output tokens", "output", "decode"),
+    ("input + output, cached prefix not counted", "input+output", "prefill"),
+    (
+        "input + output counting each turn's re-read cached prefix",
+        "input incl. cached+output",
+        None,
+    ),
 )
-
-
-#: The phase bounding each token kind's throughput (counted cache hits cost no GEMM: none).
-_PHASE = {"output": "decode", "input+output": "prefill", "input incl. cached+output": None}
 #: The claim reading the rack against a node, and the most GPUs of a node (HGX; a tray has 4).
 SPEEDUP_CLAIM, NODE_GPUS_MAX = "rack-scaling.speedup", 8
-
-
-def _rack_bases(gpus: int) -> tuple[Plausible, ...]:
-    per_gpu = tuple(
-        Plausible(f"per GPU, {n}", (("tokens", t),), phase=_PHASE[t], head="per GPU")
-        for n, t in _TOKENS
-    )
-    cached_name, cached = _TOKENS[2]
-    node = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
-    # the node's per-GPU throughput is the figure over 7.9, its size unstated: node-scale points
-    ratio = Plausible(
-        f"{node}, {cached_name}",
-        (("tokens", cached), ("gpu_count", None)),
-        conversion="the figure read per GPU of the rack, and the speed-up as a ratio of per-GPU "
-        "throughputs: the node's throughput per GPU is the figure over the speed-up",
-        divide_by=SPEEDUP_CLAIM,
-        max_gpus=NODE_GPUS_MAX,
-        cross_check=True,
-        head=node,
-    )
-    rack = f"a rack total over {gpus} GPUs"
-    how = f"the figure read as the rack's total, divided by its {gpus} GPUs"
-    total = tuple(
-        Plausible(f"{rack}, {n}", (("tokens", t),), 1 / gpus, how, _PHASE[t], head=rack)
-        for n, t in _TOKENS
-    )
-    return (*per_gpu, ratio, *total)
-
-
 #: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
 INSTANCE_GPUS = 4
+_NODE = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
+_RACK = f"a rack total over {pr.RACK_GPUS} GPUs"
+_TOTAL = dict(scale=1 / pr.RACK_GPUS, head=_RACK)
+_TOTAL["conversion"] = f"the figure read as the rack's total, divided by its {pr.RACK_GPUS} GPUs"
+
+
+def _on(name: str, part: str, value: object, **kw: Any) -> Plausible:
+    """A plausible basis that sets one ``part`` to ``value``."""
+    return Plausible(name, ((part, value),), **kw)
+
+
 #: Claims whose write-up leaves a part of the basis that matters unknown: one reading per basis.
 PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
-    "rack-scaling.throughput": _rack_bases(72),
-    "rack-scaling.speedup": (
+    "rack-scaling.throughput": (
+        *(_on(f"per GPU, {n}", "tokens", t, phase=ph, head="per GPU") for n, t, ph in _TOKENS),
         Plausible(
-            "node = one 4-GPU GB300 compute tray (linear scaling would be 18x)",
-            (("counting", "72 GPUs over 4"),),
+            f"{_NODE}, {_TOKENS[2][0]}",
+            (("tokens", _TOKENS[2][1]), ("gpu_count", None)),
+            conversion="the figure read per GPU of the rack, and the speed-up as a ratio of "
+            "per-GPU throughputs: the node's throughput per GPU is the figure over the speed-up",
+            divide_by=SPEEDUP_CLAIM,
+            max_gpus=NODE_GPUS_MAX,
+            cross_check=True,
+            head=_NODE,
         ),
-        Plausible(
-            "node = an 8-GPU HGX-class node (linear scaling would be 9x)",
-            (("counting", "72 GPUs over 8"),),
-        ),
+        *(_on(f"{_RACK}, {n}", "tokens", t, phase=ph, **_TOTAL) for n, t, ph in _TOKENS),
+    ),
+    "rack-scaling.speedup": tuple(
+        _on(f"node = {n} (linear scaling would be {72 // g}x)", "counting", f"72 GPUs over {g}")
+        for n, g in (("one 4-GPU GB300 compute tray", 4), ("an 8-GPU HGX-class node", 8))
     ),
     "rack-scaling.cost": (
-        Plausible("a rental price", (("metric", "rental price per GPU-hour"),)),
-        Plausible("a list (on-demand) price", (("metric", "list price per GPU-hour"),)),
-        Plausible(
+        _on("a rental price", "metric", "rental price per GPU-hour"),
+        _on("a list (on-demand) price", "metric", "list price per GPU-hour"),
+        _on(
             "a list price per 4-GPU instance-hour",
-            (("metric", "list price per GPU-hour"),),
-            1 / INSTANCE_GPUS,
-            f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) hourly "
-            f"price, divided by its {INSTANCE_GPUS} GPUs",
+            "metric",
+            "list price per GPU-hour",
+            scale=1 / INSTANCE_GPUS,
+            conversion=f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) "
+            f"hourly price, divided by its {INSTANCE_GPUS} GPUs",
         ),
-        Plausible("an ownership cost", (("metric", "ownership cost per GPU-hour"),)),
-        Plausible(
+        _on("an ownership cost", "metric", "ownership cost per GPU-hour"),
+        _on(
             "a token value at the model vendor's API prices",
-            (("metric", "token value per GPU-hour"),),
+            "metric",
+            "token value per GPU-hour",
             conversion="the figure read as what the tokens of the rack claim's throughput, "
             "per GPU, are worth in an hour at DeepSeek's V4.1-Flash API list prices and "
             "AgentX's token mix",
             cross_check=True,
         ),
     ),
-    "single-user.throughput": (
-        Plausible("mean TPOT", (("statistic", "mean"),)),
-        Plausible("median (P50) TPOT", (("statistic", "median"),)),
+    "single-user.throughput": tuple(
+        _on(f"{n} TPOT", "statistic", s) for n, s in (("mean", "mean"), ("median (P50)", "median"))
     ),
 }
 
@@ -205,9 +190,9 @@ class RuledOut:
 
     def text(self) -> str:
         return (
-            f"{number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
+            f"{pr.number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
             f"{ratio_text(self.ratio)} the {self.limit} ceiling of "
-            f"{number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
+            f"{pr.number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
         )
 
 
@@ -221,9 +206,8 @@ def _physics_rules_out(
     if mid is None or gid not in catalogs.load_hardware().gpus:
         return None
     c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
-    if c.verdict != "impossible":
-        return None
-    return RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
+    ruled = RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
+    return ruled if c.verdict == "impossible" else None
 
 
 def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
@@ -255,12 +239,11 @@ def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str
 def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
     """Near evidence: the same quantity, model family and GPU generation, at most one stated
     decisive difference. It never decides."""
-    parts = {d.part for d in diffs}
-    if parts & {"metric", "tokens", "per"}:
+    if {d.part for d in diffs} & {"metric", "tokens", "per"}:
         return False
-    if point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model):
-        return False
-    if len(stated_differences(cb, decisive)) > 1:
+    if len(stated_differences(cb, decisive)) > 1 or (
+        point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model)
+    ):
         return False
     hw_c, hw_p = cb.hardware, point.hardware
     if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
@@ -299,10 +282,10 @@ class Near:
 
     def text(self) -> str:
         n = plural(len(self.points), "near point")
-        span = span_text(self.low, self.high, self.unit)
+        span = pr.span_text(self.low, self.high, self.unit)
         lo, hi = self.ratio_low, self.ratio_high
         them = "it" if len(self.points) == 1 or lo == hi else "them"
-        ratio = "" if lo is None or hi is None else "; " + claim_over(lo, hi, them)
+        ratio = "" if lo is None or hi is None else "; " + pr.claim_over(lo, hi, them)
         diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
         flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
         if self.superseded:
@@ -325,7 +308,7 @@ def near_reading(
         for r, diffs, dec in rows
         if (dec or not bool(r["verified"]))
         and r["role"] == "measurement"
-        and unit_family(str(r["unit"])) == unit_family(unit)
+        and pr.unit_family(str(r["unit"])) == pr.unit_family(unit)
         and is_near(cb, r["basis"], diffs, dec)
         and not (peak and latency_tuned(r))
     ]
@@ -335,11 +318,11 @@ def near_reading(
     lo, hi = min(vals), max(vals)
     ok = math.isfinite(value) and lo > 0
     parts = dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds)
-    kw: dict[str, Any] = dict(low=lo, high=hi, unit=unit_family(str(near[0][0]["unit"])))
+    kw: dict[str, Any] = dict(low=lo, high=hi, unit=pr.unit_family(str(near[0][0]["unit"])))
     kw |= dict(ratio_low=value / hi if ok else None, ratio_high=value / lo if ok else None)
     kw |= dict(differences=tuple(parts), urls=tuple(dict.fromkeys(str(r["url"]) for r, _ in near)))
     kw["unverified"] = tuple(str(r["id"]) for r, _ in near if not bool(r["verified"]))
-    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded")))
+    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if pr.text_or_none(r.get("superseded")))
     ids = tuple(str(r["id"]) for r, _ in near)
     return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
 
@@ -387,11 +370,11 @@ def near_text(near: Mapping[str, Any] | None) -> str:
         f"near evidence, which does not decide: {plural(len(pts), 'published point')} of the "
         "same quantity on a sibling model or GPU"
         + (f" ({unv} NOT VERIFIED)" if unv else "")
-        + f", {span_text(float(near['low']), float(near['high']), str(near['unit']))}"
+        + f", {pr.span_text(float(near['low']), float(near['high']), str(near['unit']))}"
     )
     rl, rh = near.get("ratio_low"), near.get("ratio_high")
     if isinstance(rl, float) and isinstance(rh, float):
-        out += "; " + claim_over(rl, rh, "it" if len(pts) == 1 else "them")
+        out += "; " + pr.claim_over(rl, rh, "it" if len(pts) == 1 else "them")
     nb = len(near.get("bases") or [])
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"

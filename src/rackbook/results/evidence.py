@@ -23,13 +23,10 @@ from rackbook.inputs import published as figures_registry
 from rackbook.results import comparability as cmp
 from rackbook.results import published_rows as pr
 from rackbook.results.certainty import MODELLED_NOTE
+from rackbook.results.comparability import DECISIVE, as_basis
 from rackbook.results.headline import VOCABULARY, ClaimReading
+from rackbook.results.published_rows import text_or_none, unit_family, value_text
 from rackbook.results.registry import ChapterTable
-
-DECISIVE, PLAUSIBLE, claim_bases = cmp.DECISIVE, cmp.PLAUSIBLE, cmp.claim_bases
-PER_GPU, POINT_COLUMNS, SHIPPED = pr.PER_GPU, pr.POINT_COLUMNS, pr.SHIPPED
-unit_family, ratio_text, value_text = pr.unit_family, pr.ratio_text, pr.value_text
-text_or_none, registries, as_basis = pr.text_or_none, pr.registries, cmp.as_basis
 
 #: The verdict words of the "published evidence" reading; :data:`DEPENDS` where bases disagree.
 VERDICTS: tuple[str, ...] = VOCABULARY["published"]
@@ -51,19 +48,19 @@ def published_points(result: str | None = None) -> pd.DataFrame:
     """Every published point, one row each (:data:`POINT_COLUMNS`), in its claim's unit."""
     df = _all_points(str(paths.DATA)).copy()
     if result is not None:
-        registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
+        pr.registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
         df = df[df["result"] == result]
     return df.reset_index(drop=True)
 
 
 @functools.lru_cache(maxsize=4)
 def _all_points(data: str) -> pd.DataFrame:
-    reg = registries(data)[0]
+    reg = pr.registries(data)[0]
     df = pr.load_rows(data)
     df["comparable"] = [cmp.mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
     used: set[str] = set()
     for c in reg.claims:
-        for br in _basis_readings(c, _claim_value(c), df[df["claim_id"] == c.id]):
+        for br in _basis_readings(c, c.value, df[df["claim_id"] == c.id]):
             used.update(br.decided_on)
     df["used"] = df["id"].isin(used).astype(bool)
     return df
@@ -89,7 +86,7 @@ def published_reading(
     lo, hi = float(vals.min()), float(vals.max())
     if value > hi + tolerance or value < lo - tolerance:
         verdict, end, bound = ("above", "highest", hi) if value > hi else ("below", "lowest", lo)
-        margin = f"{ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
+        margin = f"{pr.ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
     else:
         verdict, margin = "within", f"at the published {value_text(hi, unit)}"
         if hi > lo:
@@ -144,24 +141,22 @@ class Closest:
         """One line: who, value, ratio, setup and URL, and what it differs in."""
         flag = "" if self.verified else " (NOT VERIFIED)"
         diffs = "; ".join(d.named(catalogs.display_names()) for d in self.differences)
-        diff = f"{_LEAD[self.kind]}differs in {diffs}" if diffs else "like for like"
+        diff = f"{_KINDS[self.kind][0]}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
         value = pr.point_value(vars(self))
         return f"{self.who}: {value}{flag}{pr.point_ratio(vars(self))} ({at}); {diff}{old}"
 
 
-#: How a closest point's differences are introduced, and what a margin calls it, by its kind.
-_LEAD = {
-    "like for like": "",
-    "near": "does not decide: ",
-    "analogue": "an analogue, never decides: ",
-}
-_CLOSEST = {
-    "analogue": "closest published point (an analogue, never decides)",
-    "near": "closest published point (near, does not decide)",
-    "like for like": "closest like-for-like point",
-    "modelled": "closest published figure (a modelled price, not a measurement)",
+#: By a closest point's kind: how its differences are introduced, what a margin calls it.
+_KINDS = {
+    "like for like": ("", "closest like-for-like point"),
+    "near": ("does not decide: ", "closest published point (near, does not decide)"),
+    "analogue": (
+        "an analogue, never decides: ",
+        "closest published point (an analogue, never decides)",
+    ),
+    "modelled": ("", "closest published figure (a modelled price, not a measurement)"),
 }
 
 
@@ -200,10 +195,6 @@ class BasisReading:
         d |= dict(decided_on=list(self.decided_on), sources=list(self.sources))
         d["closest"] = self.closest.as_dict() if self.closest is not None else None
         return d | {"near": self.near.as_dict() if self.near is not None else None}
-
-
-def _claim_value(claim: claims_registry.Claim) -> float:
-    return claim.value if claim.value is not None else float("nan")
 
 
 def _who(r: pd.Series) -> tuple[str, ...]:
@@ -248,22 +239,19 @@ def _candidates(
 
 
 def _basis_readings(
-    claim: claims_registry.Claim, value: float, points: pd.DataFrame, tolerance: float = 0.0
+    claim: claims_registry.Claim, value: float | None, points: pd.DataFrame, tolerance: float = 0.0
 ) -> list[BasisReading]:
     """The claim's reading on each named basis (verified, agreeing in :data:`DECISIVE`: decide)."""
-    out = []
-    for plaus, cb in claim_bases(claim):
+    out, value = [], float("nan") if value is None else value
+    for plaus, cb in cmp.claim_bases(claim):
         scale = cmp.scale_of(plaus)
-        v = value * scale if value is not None and math.isfinite(value) else float("nan")
+        v = value * scale if math.isfinite(value) else float("nan")
         rows = _candidates(claim, plaus, cb, points)
-        deciding = [
-            r for r, _, dec in rows if not dec and r["role"] == "measurement" and r["verified"]
+        like = [
+            r for r, _, d in rows if not d and (r["role"] == "measurement" or not r["verified"])
         ]
-        unverified_like = [r for r, _, dec in rows if not dec and not bool(r["verified"])]
-        frame = pd.DataFrame(deciding) if deciding else points.iloc[0:0]
-        if unverified_like:
-            frame = pd.concat([frame, pd.DataFrame(unverified_like)])
-        read = published_reading(claim.id, v, frame, tolerance * scale)
+        deciding = [r for r in like if r["verified"]]
+        read = published_reading(claim.id, v, pd.DataFrame(like), tolerance * scale)
         unit = _unit_of(claim)
         margin = "-" if read.verdict == "none published" else read.margin
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
@@ -284,7 +272,7 @@ def _step(claim: claims_registry.Claim, plaus: cmp.Plausible, value: float, v: f
     """``954,000 / 7.9 = 120,759 tok/s/GPU`` where another claim's figure divides the value."""
     if plaus.divide_by is None or not math.isfinite(v):
         return ""
-    other = registries(str(paths.DATA))[0].get(plaus.divide_by)
+    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by)
     return f"{pr.number_text(value)} / {other.value:g} = {value_text(v, _unit_of(claim))}"
 
 
@@ -300,10 +288,8 @@ def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]
     group = [r] + [x[0] for x in tied]
     vals = [float(x["value"]) for x in group if unit_family(str(x["unit"])) == unit_family(unit)]
     lo, hi = (min(vals), max(vals)) if vals else (None, None)
-    if r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec):
-        kind = "analogue"
-    else:
-        kind = "near" if dec or not bool(r["verified"]) else "like for like"
+    analogue = r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec)
+    kind = "analogue" if analogue else "near" if dec or not r["verified"] else "like for like"
     kw: dict[str, Any] = dict(low=lo, high=hi, modelled=_modelled(r), kind=kind)
     kw |= dict(ratio_low=v / hi if fin and hi else None, ratio_high=v / lo if fin and lo else None)
     kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
@@ -321,7 +307,7 @@ def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, 
 
 
 def _unit_of(claim: claims_registry.Claim) -> str:
-    units = {"rack-scaling.throughput": PER_GPU, "single-user.throughput": pr.PER_USER}
+    units = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
     return units.get(claim.id, claim.unit)
 
 
@@ -359,7 +345,7 @@ def _top(brs: list[BasisReading]) -> list[BasisReading]:
 def _closest_margin(top: list[BasisReading]) -> str:
     closest = top[0].closest
     assert closest is not None
-    kind = _CLOSEST["modelled" if closest.modelled else closest.kind]
+    kind = _KINDS["modelled" if closest.modelled else closest.kind][1]
     if len(top) == 1:
         return f"{kind}: {closest.span()}"
     each = "; ".join(f"{as_basis(br.name)}: {br.closest.span()}" for br in top if br.closest)
@@ -368,10 +354,9 @@ def _closest_margin(top: list[BasisReading]) -> str:
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """A claim's published evidence on each named basis (``value``: in the claim's unit)."""
-    reg, _ = registries(str(paths.DATA))
+    reg, _ = pr.registries(str(paths.DATA))
     claim = reg.get(claim_id)
-    if value is None:
-        value = _claim_value(claim)
+    value = claim.value if value is None else value
     pts = published_points()
     mine = pts[pts["claim_id"] == claim_id]
     brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
@@ -389,7 +374,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     if top_list:
         margin += f"; {list_price_text(top_list)}"
     if out_names:
-        margin = f"physics rules out {_names_text(out_names)}; {margin}"
+        shown = [as_basis(n) for n in out_names]
+        names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
+        margin = f"physics rules out {names}; {margin}"
     many = f"basis unknown in a part that matters, read on {len(brs)} named bases"
     basis_line = many if len(brs) > 1 else f"basis: {brs[0].basis}"
     lead = "; ".join(x for x in (READING_NOTES.get(claim_id, ""), basis_line) if x)
@@ -402,7 +389,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     return ClaimEvidence(claim_id, combine(brs), margin, reason, sources, tuple(brs), closest, **kw)
 
 
-def highest_list_price(points: pd.DataFrame, value: float) -> dict[str, object] | None:
+def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, object] | None:
     """The highest list price ($/GPU-hour) of a claim's points: ``value``, ``who``, ``verified``,
     ``ratio`` (the claim's figure over it); None without one."""
     if "price_kind" not in points.columns:
@@ -422,14 +409,9 @@ def list_price_text(lp: Mapping[str, object]) -> str:
     """``highest list price: $18.00/GPU-hour (Oracle ..., NOT VERIFIED), the claim 2.16x it``."""
     flag = "" if lp["verified"] else ", NOT VERIFIED"
     ratio = lp["ratio"]
-    tail = f", the claim {ratio_text(ratio)} it" if isinstance(ratio, float) else ""
+    tail = f", the claim {pr.ratio_text(ratio)} it" if isinstance(ratio, float) else ""
     price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
     return f"highest list price: {price} ({lp['who']}{flag}){tail}"
-
-
-def _names_text(names: tuple[str, ...]) -> str:
-    shown = [as_basis(n) for n in names]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 #: What the reader must know before a claim's published reading (chapters declare it).
@@ -459,48 +441,36 @@ TABLE_COLUMNS = (
 _POINT_COPY = "hardware gpus model engine value unit as_published role comparable url date".split()
 
 
-def _claim_row(c: claims_registry.Claim, e: ClaimEvidence) -> dict[str, object]:
-    sc = c.scope
-    row: dict[str, object] = dict(kind="claim", role="claim", engine="vLLM", used=False)
-    row |= dict(who="claim (data/claims.yaml)", verified=False, basis=c.figure_basis.short())
-    row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, as_published=c.value_text)
-    row |= dict(value=c.value, unit=c.unit, comparable=e.reason, verdict=e.verdict, margin=e.margin)
-    return row | {"url": e.closest.url if e.closest else c.source.primary}
-
-
-def _basis_row(br: BasisReading) -> dict[str, object]:
-    close = br.closest.text() if br.closest else "no published point"
-    near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
-    margin = br.margin
-    if br.ruled_out:
-        shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
-        margin = f"ruled out by physics: {br.ruled_out}{shown}"
-    row: dict[str, object] = dict(kind="reading", who=br.name, role="reading", verified=True)
-    row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
-    row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
-    return row | {"url": br.closest.url if br.closest else None}
-
-
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
     per named basis, then its ``published`` points."""
-    reg, _ = registries(str(paths.DATA))
+    reg, _ = pr.registries(str(paths.DATA))
     pts, names = published_points(result), catalogs.display_names()
     rows = []
     for c in reg.for_result(result):
-        e = claim_evidence(c.id)
-        rows += [{"claim_id": c.id} | _claim_row(c, e)]
-        rows += [{"claim_id": c.id} | _basis_row(br) for br in e.bases]
+        e, sc = claim_evidence(c.id), c.scope
+        row: dict[str, object] = dict(claim_id=c.id, kind="claim", role="claim", engine="vLLM")
+        row |= dict(who="claim (data/claims.yaml)", verified=False, basis=c.figure_basis.short())
+        row |= dict(hardware=sc.hardware, gpus=sc.gpu_count, model=sc.model, used=False)
+        row |= dict(value=c.value, unit=c.unit, comparable=e.reason, verdict=e.verdict)
+        row |= dict(as_published=c.value_text, margin=e.margin)
+        rows.append(row | {"url": e.closest.url if e.closest else c.source.primary})
+        for br in e.bases:
+            close = br.closest.text() if br.closest else "no published point"
+            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
+            shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
+            margin = f"ruled out by physics: {br.ruled_out}{shown}" if br.ruled_out else br.margin
+            row = dict(claim_id=c.id, kind="reading", who=br.name, role="reading", verified=True)
+            row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
+            row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
+            rows.append(row | {"url": br.closest.url if br.closest else None})
         for p in pts[pts["claim_id"] == c.id].to_dict("records"):
             gpu, _, how = str(p["system"]).partition(" ")  # "b200 low-latency (single)"
             system = f" · {names.get(gpu, gpu)} {how}".rstrip() if text_or_none(p["system"]) else ""
-            b = p["basis"]
-            rows.append(
-                {k: p[k] for k in _POINT_COPY}
-                | {"claim_id": c.id, "kind": "published", "who": f"{p['submitter']}{system}"}
-                | {"used": bool(p["used"]), "verified": bool(p["verified"])}
-                | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None}
-            )
+            b, row = p["basis"], {k: p[k] for k in _POINT_COPY}
+            row |= dict(claim_id=c.id, kind="published", who=f"{p['submitter']}{system}")
+            row |= dict(used=bool(p["used"]), verified=bool(p["verified"]))
+            rows.append(row | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None})
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
     df["gpus"] = pd.array([pr.int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df

@@ -5,6 +5,7 @@ the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."
 from __future__ import annotations
 
 import dataclasses
+import email
 import functools
 import re
 from collections.abc import Mapping
@@ -233,22 +234,19 @@ def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
         b = dataclasses.replace(trace_row_basis(r), metric="rack/node throughput ratio")
         b = dataclasses.replace(b, per="deployment", counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}")
         shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
-        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date")}
+        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date", "source")}
         row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
-        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b)
+        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b, notes=_RATIO)
         row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
         row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
-        row["source"], row["notes"] = "mlperf-v6.1-dsr1", _RATIO_NOTE
         out.append(_DEFAULTS | row)
     return out
 
 
-_RATIO_NOTE = (
-    f"ratio of two published rows computed here: {RACK_GPUS} GPUs over {NODE_GPUS} ({NODE_GPUS} "
-    f"GPUs = two 4-GPU GB300 trays); linear would be {RACK_GPUS / NODE_GPUS:g}x. MLPerf does not "
-    f"say whether the {RACK_GPUS}-GPU system serves as one deployment or as independent replicas "
-    f"(e.g. {RACK_GPUS // NODE_GPUS} of {NODE_GPUS} GPUs); as replicas the ratio counts replicas, "
-    "not one deployment's scaling"
+_RATIO = (
+    "ratio of two published rows computed here: 72 GPUs over 8 (two 4-GPU GB300 trays); linear "
+    "would be 9x. MLPerf does not say whether the 72-GPU system serves as one deployment or as "
+    "independent replicas (e.g. 9 of 8 GPUs): as replicas the ratio counts replicas"
 )
 
 
@@ -320,57 +318,41 @@ def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
 
 
 def source_fields(path: str | Path) -> dict[str, str]:
-    """The ``key: value`` fields of a SOURCE.txt (continuation lines joined)."""
-    p = paths.resolve(path)
-    out: dict[str, str] = {}
-    key = ""
-    for line in p.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^([a-z]+):\s*(.*)$", line)
-        if m:
-            key = m.group(1)
-            out[key] = m.group(2).strip()
-        elif key and line.strip():
-            out[key] += " " + line.strip()
-    return out
+    """The ``key: value`` fields of a SOURCE.txt (mail-header syntax: indented lines continue)."""
+    msg = email.message_from_string(paths.resolve(path).read_text(encoding="utf-8"))
+    return {k: " ".join(v.split()) for k, v in msg.items()}
 
 
 def prefill_rows(data: str) -> list[dict[str, object]]:
     """The prefill-TTFT table as points of prefill-gain.gain (%), per configuration and prompt."""
     root = Path(data) / "published" / "sources"
-    table = root / Path(PREFILL_TABLE).name
     src = source_fields(root / Path(PREFILL_SOURCE).name)
-    date = src.get("date", "").split(" ")[0] or None
     same = dict(model="DeepSeek-V4.1-Flash", hardware="GB200", engine="vLLM")
-    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-")
-    basis["tokens"] = "new input"
-    basis |= dict(gpus="deployment", workload="fixed lengths", context=0, speculation="-")
+    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-", context=0)
+    basis |= dict(tokens="new input", gpus="deployment", workload="fixed lengths", speculation="-")
     basis |= dict(statistic="median", serving="aggregated") | same
+    common = _DEFAULTS | same | dict(unit="%", concurrency=1, claim_id="prefill-gain.gain")
+    common |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"))
+    common |= dict(date=src.get("date", "").split(" ")[0] or None, conversion=_PREFILL_RULE)
+    common["source"] = Path(PREFILL_TABLE).name
     out = []
-    for c in load_prefill_table(table):
-        row: dict[str, object] = dict(value=c.gain_pct, unit="%", gpus=c.gpus, concurrency=1)
-        row |= dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}", claim_id="prefill-gain.gain")
-        row["as_published"] = (
-            f"TTFT {number_text(c.off_ms)} ms replay off, "
-            f"{number_text(c.graph_ms)} ms replay + decoder CUDA graphs"
-        )
-        row |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"), date=date)
-        row["system"] = f"{c.cfg}, {c.prompt} prompt"
-        row["quote"] = (
-            f'{{ p: "{c.prompt}", off: {c.off_ms:g}, eager: {c.eager_ms:g}, graph: '
-            f"{c.graph_ms:g} }} ({c.cfg})"
-        )
+    for c in load_prefill_table(root / Path(PREFILL_TABLE).name):
+        off, eager, graph = c.off_ms, c.eager_ms, c.graph_ms
+        row: dict[str, object] = dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}")
+        row |= dict(value=c.gain_pct, gpus=c.gpus, system=f"{c.cfg}, {c.prompt} prompt")
+        row["as_published"] = f"TTFT {number_text(off)} ms off, {number_text(graph)} ms graphs"
+        row["quote"] = f'{{ p: "{c.prompt}", off: {off:g}, eager: {eager:g}, graph: {graph:g} }}'
         row["notes"] = (
-            "single request, prefix caching off, median of 3 runs on GB200; replay on with an "
-            f"eager decoder: {(c.off_ms / c.eager_ms - 1) * 100:+.1f} %"
+            f"{c.cfg}: single request, prefix caching off, median of 3 runs on GB200; replay on "
+            f"with an eager decoder: {(off / eager - 1) * 100:+.1f} %"
         )
-        row |= dict(source=Path(PREFILL_TABLE).name, conversion=_PREFILL_RULE) | same
-        out.append(_DEFAULTS | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
+        out.append(common | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
     return out
 
 
 _PREFILL_RULE = (
-    "gain on the same new tokens = TTFT replay off / TTFT replay + CUDA graphs - 1 (one request: "
-    "its rate is its tokens over its TTFT)"
+    "gain on the same new tokens = TTFT replay off (off) / TTFT replay + decoder CUDA graphs "
+    "(graphs) - 1 (one request: its rate is its tokens over its TTFT)"
 )
 
 
@@ -445,18 +427,11 @@ def load_rows(data: str) -> pd.DataFrame:
     """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
     reg, figs = registries(data)
     raw = trace_points(str(Path(data) / "published"))
-    rows = []
-    for _, r in raw.iterrows():
-        rows.append(_from_trace_row(r))
-        rows += converted_rows(r)
-    rows += mlperf_ratios(raw)
-    rows += prefill_rows(data)
-    rows += token_value_rows(data)
+    rows = [x for _, r in raw.iterrows() for x in (_from_trace_row(r), *converted_rows(r))]
+    rows += [*mlperf_ratios(raw), *prefill_rows(data), *token_value_rows(data)]
     rows += [_from_figure(f) for f in figs.figures]
-    df = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    df = pd.DataFrame(rows, columns=POINT_COLUMNS).astype({"value": float, "verified": bool})
     df["result"] = [reg.get(c).result for c in df["claim_id"]]
     for c in ("gpus", "isl", "osl", "concurrency"):
         df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
-    df["value"] = df["value"].astype(float)
-    df["verified"] = df["verified"].astype(bool)
     return df

@@ -64,7 +64,6 @@ class Point:
     decode_gpus: int | None = None
     context: float | None = None
     note: str = ""
-    url: str = ""
 
     @property
     def band(self) -> str:
@@ -156,14 +155,13 @@ def _point(
         f = figs.get(pid)
         if f is None:
             raise InputError(file, f"{where}.figure", f"{pid!r} is not in figures.yaml")
-        measured, url = float(f.value) / float(spec.get("per_node") or 1), str(f.url)
-        conc = f.concurrency
+        measured, conc = float(f.value) / float(spec.get("per_node") or 1), f.concurrency
     else:
         r = rows.get((src, pid))
         if r is None:
             raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
         col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
-        measured, url = _row_value(r, col, "tok_s_per_gpu") or 0.0, str(r.get("url") or "")
+        measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
         ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
         tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
         conc = _row_value(r, "concurrency")
@@ -198,7 +196,7 @@ def _point(
     kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
     names = "precision isl osl tpot_ms prefill_gpus decode_gpus context".split()
     kw |= {k: spec.get(k) for k in names}
-    kw |= dict(gpus=int(spec["gpus"]), url=url, note=str(spec.get("note") or ""))
+    kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
     return Point(pid, src, spec["primary"], measured, **kw)
 
@@ -395,18 +393,14 @@ def fit_document(res: FitResult) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "method": (
-            "layer_s (per-layer floor, s) anchored on a measurement, not fitted: vLLM single-user "
-            "post on 8 B300 (2026-05-11), 1 / 125 tok/s / 61 layers, its figure excluded from "
-            "the points; grid search over efficiency (kernel-time factor) minimising the "
-            "squared log(measured / expected), each source weighted equally; "
-            f"interval: the quantiles {INTERVAL_QUANTILES} of held-out log(measured / "
-            "expected) with split conformal prediction's finite-sample correction (each "
-            "level scaled by (n + 1) / n for n residuals), each source weighing the same: "
-            "for fit, every point predicted by the fit without its source; for each "
-            "held_out fold, the other sources' points, each predicted without its source "
-            "and the fold's (never the fitted residuals); "
-            "held_out: the same fit without each source (leave-one-source-out). "
-            "Regenerate: rackbook validate --fit"
+            "layer_s (per-layer floor, s): anchored on vLLM's single-user post on 8 B300 "
+            "(2026-05-11), 1 / 125 tok/s / 61 layers, not fitted (its figure is not a point); "
+            "efficiency (kernel-time factor): the grid value minimising the squared log(measured "
+            "/ expected), each source weighing the same; interval: the quantiles "
+            f"{INTERVAL_QUANTILES} of log(measured / expected), each point predicted without its "
+            "source, each level scaled by (n + 1) / n for n residuals (split conformal); "
+            "held_out: the fit without each source, its interval from the other sources' points "
+            "predicted without their source and the fold's. Regenerate: rackbook validate --fit"
         ),
         "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
         "fit": res.fit.params(),
