@@ -59,7 +59,7 @@ def test_prom_delta_sums_label_sets(tmp_path):
     rec = object.__new__(Recorder)  # its server_metrics rows of the point's saved samples
     rec.raw = tmp_path
     (tmp_path / "metrics").mkdir()
-    saved = {at: [x.__dict__ for x in v] for at, v in (("before", before), ("after", after))}
+    saved = {at: [x._asdict() for x in v] for at, v in (("before", before), ("after", after))}
     doc = {"servers": [{"server": "http://127.0.0.1:1", **saved}]}
     (tmp_path / "metrics" / "p1.json").write_text(json.dumps(doc))
     rows, hits = rec._metric_rows("p1")
@@ -161,8 +161,6 @@ def test_server_command_never_carries_the_key(tmp_path, monkeypatch):
     assert srv.env["VLLM_API_KEY"] == "secret-key-42"
     with pytest.raises(ValueError, match="--port"):
         VllmServer("m", ["--port", "1"], log_path=tmp_path / "l.log")
-    with pytest.raises(ValueError, match="loopback"):
-        VllmServer("m", [], log_path=tmp_path / "l.log", host="0.0.0.0")
 
 
 def test_record_argv_round_trip():

@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
@@ -72,8 +72,7 @@ METRICS_KEPT = tuple(
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
 
     metric: str
@@ -100,11 +99,16 @@ def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> lis
     return out
 
 
+def _get(url: str, key: str | None, timeout_s: float) -> str:
+    """GET ``url`` (``key`` as bearer token), its body as text."""
+    with urlopen(url, key, timeout_s) as r:
+        return str(r.read().decode("utf-8", "replace"))
+
+
 def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
     """GET ``base_url/metrics``, parsed; a broken answer raises :class:`ConnectionError`."""
     try:
-        with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
-            return parse_metrics(r.read().decode("utf-8", "replace"))
+        return parse_metrics(_get(f"{base_url}/metrics", key, timeout_s))
     except http.client.HTTPException as exc:
         raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None
 
@@ -446,7 +450,11 @@ class Recorder:
 
         names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
-        before, warm_s = self._before_point(pt, argvs, live)
+        warm_s, model = 0.0, self.sc.served_model_name
+        for u, a in zip(use, argvs, strict=True) if pt.prefix_len else ():
+            ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
+            warm_s += self._probe(pt, live, "before", 0, 0, warm_prefix, u, model, ids)
+        before = [self._probe(pt, live, "before", 0, 0, scrape, u) for u in use]
         t0 = time.monotonic()
         error = None
         try:
@@ -457,21 +465,16 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
-        dead = _dead(servers[: pt.shards])
-        after: list[Any] = []
-        if not dead:
-            try:
-                after = [scrape(u, self.key) for u in use]
-            except OSError as exc:
-                error = error or f"/metrics unreachable after the point: {exc}"
         ok = [s for s in summaries if "error" not in s]
         error = error or next((s["error"] for s in summaries if "error" in s), None)
         completed = sum(int(s.get("completed") or 0) for s in ok)
         failed = sum(int(s.get("failed") or 0) for s in ok)
+        dead = _dead(servers[: pt.shards])
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed)
+        after = [self._probe(pt, live, "after", completed, failed, scrape, u) for u in use]
         servers_ = [
-            {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
+            {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
         atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
@@ -501,25 +504,20 @@ class Recorder:
         self._save_info()
         return max(durations)
 
-    def _before_point(
-        self, pt: PlanPoint, argvs: list[list[str]], live: _Live
-    ) -> tuple[list[Any], float]:
-        """Warm the prefix, scrape ``/metrics``: (samples, warming s); a server gone: _fail."""
-        use, servers = live.urls[: pt.shards], live.servers
-        warm_s = 0.0
+    def _probe(
+        self, pt: PlanPoint, live: _Live, when: str, done: int, bad: int, fn: Any, *a: Any
+    ) -> Any:
+        """``fn(url, *a, key)`` (a scrape, a prefix warm-up); a server gone: the point fails."""
         try:
-            if pt.prefix_len:
-                for u, a in zip(use, argvs, strict=True):
-                    ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
-                    warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
-            return [scrape(u, self.key) for u in use], warm_s
-        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            return fn(*a, self.key)
+        except OSError as exc:  # the server went away: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
-                if dead := _dead(servers[: pt.shards]):
+                if dead := _dead(live.servers[: pt.shards]):
                     break
                 time.sleep(0.25)
-            self._fail(pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0)
+            why = f"server unreachable {when} the point: {exc}"
+            self._fail(pt, live.servers, dead, why, done, bad)
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -748,7 +746,7 @@ class Recorder:
         for e in jsonstream.load(mpath)["servers"]:
             got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
             at = {"point_id": pid, "server": e["server"]}
-            rows += [at | {"phase": k} | s.__dict__ for k, ss in got.items() for s in ss]
+            rows += [at | {"phase": k} | s._asdict() for k, ss in got.items() for s in ss]
             hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
@@ -980,8 +978,7 @@ def parse_models(url: str, text: str) -> ServedModel:
 def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
     """What ``url`` serves; :class:`InputError` when it cannot answer in ``timeout_s`` s."""
     try:
-        with urlopen(f"{url}/v1/models", key, timeout_s) as resp:
-            text = resp.read().decode("utf-8", errors="replace")
+        text = _get(f"{url}/v1/models", key, timeout_s)
     except urllib.error.HTTPError as exc:
         raise InputError("--endpoint", url, f"GET /v1/models answered HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:
@@ -1022,13 +1019,9 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
 
 def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) -> str | None:
     """The vLLM version an endpoint reports (``GET /version``), or None if it does not say."""
-    try:
-        with urlopen(f"{url}/version", key, timeout_s) as resp:
-            doc = json.loads(resp.read().decode("utf-8", errors="replace"))
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-    v = doc.get("version") if isinstance(doc, dict) else None
-    return str(v) if v else None
+    with contextlib.suppress(urllib.error.URLError, OSError, ValueError, AttributeError):
+        return str(json.loads(_get(f"{url}/version", key, timeout_s)).get("version") or "") or None
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:

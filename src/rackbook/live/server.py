@@ -73,8 +73,7 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on loopback; as a context manager: started,
-    healthy, always stopped. The API key goes through ``VLLM_API_KEY`` only, redacted.
+    """One ``vllm serve MODEL`` process group on 127.0.0.1; the API key only in ``VLLM_API_KEY``.
     ``cpus`` pins the group at start; ``front_cpus`` takes the API server once healthy."""
 
     def __init__(
@@ -84,18 +83,15 @@ class VllmServer:
         *,
         log_path: str | Path,
         port: int | None = None,
-        host: str = "127.0.0.1",
         grace_s: float = GRACE_S,
         cpus: frozenset[int] | None = None,
         front_cpus: frozenset[int] | None = None,
     ) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError(f"host {host!r}: live mode only serves on loopback")
         bad = [a for a in serve_args if a.split("=")[0] in ("--host", "--port", "--api-key")]
         if bad:
             raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
-        self.model, self.serve_args, self.host = str(model), list(serve_args), host
-        self.port = port or free_port(host)
+        self.model, self.serve_args, self.host = str(model), list(serve_args), "127.0.0.1"
+        self.port = port or free_port()
         self.log_path, self.grace_s = Path(log_path), grace_s
         self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
         self.env = vllm_environ()
@@ -108,8 +104,8 @@ class VllmServer:
         self.affinity: dict[str, str | None] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
-        self.started_at: float | None = None
-        self.healthy_at: float | None = None
+        self.started_at = 0.0
+        self.startup_s: float | None = None  # seconds from start to the first /health 200
         self.stopped = False
         self._pump: threading.Thread | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -126,13 +122,6 @@ class VllmServer:
     @property
     def command(self) -> str:
         return self.redact(shlex.join(["vllm", *self.argv[1:]]))
-
-    @property
-    def startup_s(self) -> float | None:
-        """Seconds from process start to the first ``/health`` 200."""
-        if self.started_at is None or self.healthy_at is None:
-            return None
-        return self.healthy_at - self.started_at
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
@@ -204,7 +193,7 @@ class VllmServer:
     def wait_healthy(self) -> float:
         """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
         raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
-        assert self.proc is not None and self.started_at is not None, "start() first"
+        assert self.proc is not None, "start() first"
         timeout_s = STARTUP_TIMEOUT_S
         deadline, next_note = self.started_at + timeout_s, self.started_at + 10.0
         while True:
@@ -214,11 +203,11 @@ class VllmServer:
                 self._failed(f"vllm serve exited with code {code} before /health answered")
             with contextlib.suppress(OSError), urlopen(f"{self.base_url}/health", self.key, 2) as r:
                 if r.status == 200:  # an HTTP error status raises (an OSError): not yet
-                    self.healthy_at = time.monotonic()
+                    self.startup_s = time.monotonic() - self.started_at
                     if self.cpus or self.front_cpus:
                         self._place_api_server()
                     _note(f"server up after {self.startup_s:.1f} s at {self.base_url}")
-                    return float(self.startup_s or 0.0)
+                    return self.startup_s
             if (now := time.monotonic()) > deadline:
                 self._failed(f"vllm serve not healthy after {timeout_s:.0f} s")
             if now >= next_note:
@@ -261,18 +250,6 @@ class VllmServer:
         if self._pump is not None:
             self._pump.join(timeout=2.0)
         return killed
-
-    def __enter__(self) -> VllmServer:
-        self.start()
-        try:
-            self.wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def stop_all() -> None:
@@ -347,11 +324,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     a = p.parse_args(argv[:cut])
     extra = argv[cut + 1 :]
-    with VllmServer(a.model, extra, log_path=a.log) as srv:
+    srv = VllmServer(a.model, extra, log_path=a.log).start()
+    try:
+        srv.wait_healthy()
         if a.status:
             members = [] if srv.pgid is None else group_members(srv.pgid)
             a.status.write_text(json.dumps({**srv.info(), "members": members}))
         time.sleep(a.hold)
+    finally:
+        srv.stop()
     return 0
 
 
