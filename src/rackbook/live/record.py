@@ -46,7 +46,6 @@ from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
-TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
 FAIL_TAIL = 20  # server log lines kept with a failed point
 CPU_EPLB = (
     "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
@@ -212,16 +211,11 @@ def _dead(servers: list[VllmServer]) -> list[VllmServer]:
     return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
 
 
-def _move(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    src.replace(dst)
-
-
 def ensure_tiny_model(model: str) -> None:
     """Write the tiny model folder if ``model`` is it and it is missing."""
     if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
-        _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
-        subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
+        _say(f"writing the tiny model: {(script := ROOT / 'env' / 'live' / 'tiny_model.py')}")
+        subprocess.run([sys.executable, str(script), "-o", str(TINY_MODEL)], check=True)
     local = Path(model).is_absolute() or model.startswith(".") or Path(model).is_dir()
     if local and not (Path(model) / "config.json").exists():
         raise InputError(model, "config.json", "model folder has no config.json")
@@ -321,7 +315,7 @@ class Recorder:
 
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (this process on the front cores)."""
-        with cpus.pinned_self(self.cpu_layout.front if self.cpu_layout.active else None):
+        with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
             self._run_phase(phase)
 
     def _run_phase(self, phase: Phase) -> None:
@@ -547,10 +541,7 @@ class Recorder:
             self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             with contextlib.suppress(ValueError):
                 self.info["points_kept"].remove(point_id)
-            for name in names:
-                src = raw_file(self.raw / folder / name)
-                if src.exists():
-                    _move(src, self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}")
+            self._set_aside(folder, names, "rejected", attempt)
         self._save_info()
         if action == "rerun":
             _say(f"{point_id}: {reason}; running the point once more")
@@ -567,6 +558,17 @@ class Recorder:
         hold_after(point_id)
         return True
 
+    def _set_aside(self, folder: str, names: list[str], to: str, tag: int) -> list[str]:
+        """Move raw results ``folder/NAME`` to ``to/STEM.TAG.SUFFIX``; the names they now have."""
+        moved = []
+        for name in names:
+            if (src := raw_file(self.raw / folder / name)).exists():
+                dst = self.raw / to / f"{Path(name).stem}.{tag}{src.suffix}"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                src.replace(dst)
+                moved.append(f"{to}/{dst.name}")
+        return moved
+
     def _fail(
         self,
         pt: PlanPoint,
@@ -576,13 +578,7 @@ class Recorder:
         completed: int,
         failed: int,
     ) -> NoReturn:
-        n = len(self.info["failures"])
-        moved = []
-        for name in pt.raw_names():
-            src = self.raw / "serve" / name
-            if src.exists():
-                _move(src, dst := self.raw / "failed" / f"{Path(name).stem}.{n}.json")
-                moved.append(f"failed/{dst.name}")
+        moved = self._set_aside("serve", pt.raw_names(), "failed", len(self.info["failures"]))
         proc = dead[0].proc if dead else None
         reason = self.redact(
             f"server died (exit code {proc.returncode})"
@@ -618,11 +614,11 @@ class Recorder:
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
         keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
-        cfg = OfflineConfig(**{k: getattr(sc, k) for k in keys})
+        cfg, mine = OfflineConfig(**{k: getattr(sc, k) for k in keys}), os.sched_getaffinity(0)
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
-            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
+            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(mine)})",
         }
         self.info["engines"]["vllm-offline"] = eng
         if not todo:
