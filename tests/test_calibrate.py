@@ -358,7 +358,7 @@ def test_an_interrupted_calibrate_leaves_no_save_json_file(monkeypatch, tmp_path
     def interrupted(*_a, **_k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(calibrate, "write_folder", interrupted)
+    monkeypatch.setattr(calibration, "write_calibration", interrupted)
     saved = tmp_path / "s.json"
     args = argparse.Namespace(device="cpu", quick=True, model=calibrate.DEFAULT_MODEL,
                               output=tmp_path / "c", save_json=saved)  # fmt: skip

@@ -339,16 +339,6 @@ def progress_bar(total: int, on: bool) -> Any:
     return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
 
 
-def import_torch() -> Any:
-    """torch, or the one-line error that says to run from the live env."""
-    if importlib.util.find_spec("torch") is None:
-        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
-        raise InputError(sys.executable, "torch", why)
-    import torch
-
-    return torch
-
-
 @dataclass(frozen=True)
 class Catalog:
     """The model's shapes; ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s per
@@ -360,11 +350,7 @@ class Catalog:
     source: str
 
 
-def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | None) -> dict:
-    tera = {"hbm_TBps": hbm_bytes_per_s, "bf16_dense_TFLOPs": bf16, "fp8_dense_TFLOPs": fp8}
-    return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
-
-
+SHEET = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
 #: The model shapes a calibration times: ``architecture`` fields, the second ``moe``'s.
 SHAPES = tuple(
     "hidden_size moe_intermediate_size num_attention_heads head_dim index_head_dim".split()
@@ -382,10 +368,12 @@ def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Cata
             raise InputError(
                 model.file, k, f"the model catalog gives {v!r}: calibrate needs it > 0"
             )
-    sheets = {
-        gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
-        for gid, g in gpus.items()
-    }
+    sheets = {}
+    for gid, g in gpus.items():  # data sheet in TB/s and TFLOP/s
+        tera = (g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
+        sheets[gid] = {"name": g.name} | {
+            k: None if v is None else float(v) / 1e12 for k, v in zip(SHEET, tera, strict=True)
+        }
     return Catalog(model.id, {**shapes, "index_topk": TOPK}, sheets, source)
 
 
@@ -430,8 +418,7 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
     if (gid := match_gpu(device_name, catalog.gpus)) is None:
         return None
-    keys = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
-    return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
+    return {k: catalog.gpus[gid][k] for k in SHEET} | {"catalog": gid}
 
 
 def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
@@ -524,7 +511,11 @@ def calibrate(
     device: str, catalog: Catalog, *, quick: bool, command: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
-    torch = import_torch()
+    if importlib.util.find_spec("torch") is None:
+        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
+        raise InputError(sys.executable, "torch", why)
+    import torch
+
     if device == "cuda" and not torch.cuda.is_available():
         why = f"torch {torch.__version__} sees no CUDA device (use --device cpu to exercise the "
         raise InputError("--device", "cuda", why + "benchmarks here)")
@@ -565,16 +556,6 @@ def calibrate(
         "notes": " ".join(notes),
     }
     return run, rows
-
-
-def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
-    """The calibration folder (:func:`rackbook.core.calibration.write_calibration`)."""
-    import pandas as pd
-
-    from rackbook.core.calibration import write_calibration
-
-    cols = [c.name for c in schema.CALIBRATION_KERNELS]
-    return write_calibration(output, run, pd.DataFrame(rows, columns=cols))
 
 
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
@@ -630,7 +611,12 @@ def _measure_and_write(
             how = f"convert it with rackbook calibrate --from-json {saved} -o {output}"
             print(f"calibrate: {missing} missing here: wrote only {saved}; {how}", file=sys.stderr)
         elif output is not None:
-            print(write_folder(output, run, rows))
+            import pandas as pd
+
+            from rackbook.core import calibration
+
+            cols = [c.name for c in schema.CALIBRATION_KERNELS]
+            print(calibration.write_calibration(output, run, pd.DataFrame(rows, columns=cols)))
     except BaseException:  # interrupted or failed: no --save-json file left of this run
         if saved is not None:
             with contextlib.suppress(OSError):

@@ -284,9 +284,6 @@ class Recorder:
         self.info["commands"] = self.commands
         atomic_write_json(self.raw / "record.json", scrub(self.info))
 
-    def _done(self, pt: PlanPoint) -> bool:
-        return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
-
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
             return "vllm-serve.log"
@@ -314,15 +311,12 @@ class Recorder:
         return frozenset(sorted(eng)[k * per : (k + 1) * per])
 
     def run_phase(self, phase: Phase) -> None:
-        """All points of one server configuration (this process on the front cores)."""
-        with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
-            self._run_phase(phase)
-
-    def _run_phase(self, phase: Phase) -> None:
+        """All points of one server configuration (:meth:`run`: on the front cores)."""
         from rackbook.live.bench import BenchClient, ShardPool
 
         sc = self.sc
-        todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
+        done = lambda pt: all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())  # noqa: E731
+        todo = [pt for pt in phase.points if not (self.resume and done(pt))]
         eng: dict[str, Any] = {
             "label": phase.label,
             "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
@@ -668,8 +662,9 @@ class Recorder:
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
-            for phase in self.phases:
-                self.run_phase(phase)
+            with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
+                for phase in self.phases:
+                    self.run_phase(phase)
         except ServerError as exc:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
