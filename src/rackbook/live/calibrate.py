@@ -573,10 +573,9 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     if output is not None:  # the folder is replaced whole: no input or other output inside it
         inputs = {"--from-json": args.from_json, "--save-json": saved}
         fsio.refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
-        fsio.check_writable(output, "-o")
+        fsio.check_output_folder(output, "-o")
     with contextlib.ExitStack() as stack:
         if output is not None:
-            fsio.check_output_folder(output, "-o")
             stack.enter_context(fsio.output_lock(output, "-o"))
             fsio.check_replaceable(output, "calibration", "-o")
         if args.from_json is not None:

@@ -296,10 +296,9 @@ class Recorder:
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
         from rackbook.live.bench import bench_argv
 
-        shard = (("shard", str(k)),) if pt.shards > 1 else ()
         meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
+        meta += (*pt.labels, *((("shard", str(k)),) if pt.shards > 1 else ()))
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
-        meta += (*pt.labels, *shard)
         return bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
@@ -413,12 +412,12 @@ class Recorder:
             c = first.concurrency or 1
             n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
         wp = PlanPoint("warmup", "", inp, out, n, c, sc.seed + 999)
-        argvs = []
-        for k, url in enumerate(live.urls):
-            name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
-            argvs.append(
-                bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
-            )
+        names = [f"warmup.{phase.label}.{k}.json" for k in range(len(live.urls))]
+        names = ["warmup.json"] if len(names) == 1 else names
+        argvs = [
+            bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
+            for url, name in zip(live.urls, names, strict=True)
+        ]
         if live.pool is not None:  # each shard process warms its own replica, all at once
             live.pool.run(argvs)
         else:
@@ -650,9 +649,8 @@ class Recorder:
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
             bar.update(1)
         bar.close()
-        eng.update(duty_cycle(windows, t_ready, t_wall0))
+        eng.update(duty_cycle(windows, t_ready, t_wall0))  # saved by run()
         del engine
-        self._save_info()
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
