@@ -158,6 +158,7 @@ class Bench:
     def __init__(self, torch: Any, device: str, shapes: Mapping[str, int]) -> None:
         self.torch, self.device, self.shapes = torch, device, shapes
         self.gen = torch.Generator(device=device).manual_seed(0)
+        self.cache: dict[str, Any] = {}  # the bandwidth tensors, kept for the next case
 
     def _batch(self, fn: Callable[[], Any], n: int) -> float:
         if self.device == "cuda":
@@ -216,9 +217,9 @@ class Bench:
         t.cuda.synchronize()
         return graph.replay
 
-    def time(self, case: Case, cache: dict[str, Any]) -> float:
-        """Seconds per call of ``case`` (tensors kept in ``cache`` for the next case)."""
-        t = self.torch
+    def time(self, case: Case) -> float:
+        """Seconds per call of ``case``."""
+        t, cache = self.torch, self.cache
         fam, dtype, n = case.family, case.dtype, case.size
         if fam in ("hbm_read", "hbm_copy"):
             if cache.get("hbm_n") != n:
@@ -287,8 +288,7 @@ def measure(
     """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks)."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
-    cache: dict[str, Any] = {}
-    bar = progress_bar(len(cases), True)
+    bar = progress_bar(len(cases))
     try:
         if device == "cuda":
             bar.set_description("spin-up")
@@ -300,40 +300,39 @@ def measure(
                 torch.cuda.synchronize()
         for case in cases:
             bar.set_description(f"{case.family} {case.dtype} {case.size:,}")
-            rows.append(row(case, bench.time(case, cache)))
+            rows.append(row(case, bench.time(case)))
             bar.update(1)
     finally:
         bar.close()
-        cache.clear()
+        bench.cache.clear()
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
 
 
 class _Lines:
-    def __init__(self, total: int, on: bool) -> None:
-        self.total, self.done, self.on, self.desc = total, 0, on, ""
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.desc = total, 0, ""
 
     def set_description(self, desc: str) -> None:
         self.desc = desc
 
     def update(self, n: int) -> None:
         self.done += n
-        if self.on:
-            print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
+        print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         return None
 
 
-def progress_bar(total: int, on: bool) -> Any:
-    """Progress on stderr when ``on``: tqdm on a terminal, else a line per kernel."""
+def progress_bar(total: int) -> Any:
+    """Progress on stderr: tqdm on a terminal, else a line per kernel."""
     try:  # a file, a pipe or a closed stream is no terminal
         terminal = sys.stderr.isatty()
     except (AttributeError, ValueError, OSError):
         terminal = False
-    if not on or not terminal or importlib.util.find_spec("tqdm") is None:
-        return _Lines(total, on)
+    if not terminal or importlib.util.find_spec("tqdm") is None:
+        return _Lines(total)
     from tqdm import tqdm
 
     return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
