@@ -229,22 +229,16 @@ class VllmServer:
             _LIVE.discard(self)
         pgid = self.pgid
         assert pgid is not None
-        killed: list[int] = []
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=0.2)
-            if not group_members(pgid):
-                break
-        else:
-            killed = group_members(pgid)
+        for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 5.0)):
+            killed = group_members(pgid) if sig == signal.SIGKILL else []
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-            end = time.monotonic() + 5.0
-            while group_members(pgid) and time.monotonic() < end:
+                os.killpg(pgid, sig)
+            deadline = time.monotonic() + wait_s
+            while (alive := group_members(pgid)) and time.monotonic() < deadline:
+                self.proc.poll()  # reaps the leader once it exits
                 time.sleep(0.1)
+            if not alive:
+                break
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5.0)
         if self._pump is not None:
