@@ -79,8 +79,8 @@ class Sample(NamedTuple):
     value: float
 
 
-def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> list[Sample]:
-    """Samples ``vllm:<keep...>`` (None: all) of ``text``, bad lines, NaN, buckets skipped."""
+def parse_metrics(text: str) -> list[Sample]:
+    """Samples of :data:`METRICS_KEPT` in ``text``; bad lines, NaN, buckets skipped."""
     out = []
     for line in text.splitlines():
         m = _SAMPLE.match(line.strip())
@@ -88,9 +88,9 @@ def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> lis
             continue
         name, labels, value = m.group(1), m.group(2) or "", m.group(3)
         short = name.removeprefix("vllm:")
-        if name.endswith(("_created", "_bucket")) or (
-            keep is not None and (short == name or not short.startswith(keep))
-        ):
+        if short == name or name.endswith(("_created", "_bucket")):
+            continue
+        if not short.startswith(METRICS_KEPT):
             continue
         with contextlib.suppress(ValueError):
             if not math.isnan(v := float(value)):

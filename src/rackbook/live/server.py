@@ -142,8 +142,7 @@ class VllmServer:
         return out
 
     def _place_api_server(self) -> None:
-        if self.pgid is None:
-            return
+        assert self.pgid is not None
         if self.front_cpus:
             set_process_affinity(self.pgid, self.front_cpus)
         for pid in group_members(self.pgid):
@@ -194,8 +193,7 @@ class VllmServer:
         """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
         raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
         assert self.proc is not None, "start() first"
-        timeout_s = STARTUP_TIMEOUT_S
-        deadline, next_note = self.started_at + timeout_s, self.started_at + 10.0
+        timeout_s, next_note = STARTUP_TIMEOUT_S, self.started_at + 10.0
         while True:
             if RECEIVED:  # a signal deferred during start-up: act on it here
                 act_on_signal(force=True)
@@ -208,7 +206,7 @@ class VllmServer:
                         self._place_api_server()
                     _note(f"server up after {self.startup_s:.1f} s at {self.base_url}")
                     return self.startup_s
-            if (now := time.monotonic()) > deadline:
+            if (now := time.monotonic()) > self.started_at + timeout_s:
                 self._failed(f"vllm serve not healthy after {timeout_s:.0f} s")
             if now >= next_note:
                 waited = f"{now - self.started_at:.0f} s (timeout {timeout_s:.0f} s)"
