@@ -383,8 +383,6 @@ class _Yaml(dict):
 def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
     with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
-    import json
-
     import yaml
 
     data = paths.DATA if data is None else data

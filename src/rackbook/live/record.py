@@ -39,9 +39,8 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import cpus
+from rackbook.live import bench, cpus
 from rackbook.live import server as server_mod
-from rackbook.live.bench import request_timeout_s
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
@@ -294,12 +293,10 @@ class Recorder:
         return self.endpoints[start : start + phase.servers]
 
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
-        from rackbook.live.bench import bench_argv
-
         meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
         meta += (*pt.labels, *((("shard", str(k)),) if pt.shards > 1 else ()))
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
-        return bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
+        return bench.bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
@@ -311,8 +308,6 @@ class Recorder:
 
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (:meth:`run`: on the front cores)."""
-        from rackbook.live.bench import BenchClient, ShardPool
-
         sc = self.sc
         done = lambda pt: all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())  # noqa: E731
         todo = [pt for pt in phase.points if not (self.resume and done(pt))]
@@ -330,8 +325,8 @@ class Recorder:
         if not urls and isinstance(sc, EplbBalance) and on_cpu():
             raise InputError("-", "eplb-balance", CPU_EPLB)
         shards = max(pt.shards for pt in todo)
-        pool = ShardPool(shards, self.raw) if shards > 1 else None
-        live = _Live(urls, BenchClient(self.raw / "bench.log"), pool)
+        pool = bench.ShardPool(shards, self.raw) if shards > 1 else None
+        live = _Live(urls, bench.BenchClient(self.raw / "bench.log"), pool)
         bar = None
         t_wall0 = time.monotonic()
         try:
@@ -402,8 +397,6 @@ class Recorder:
         self._save_info()  # the servers' pgids are on disk while they run
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
-        from rackbook.live.bench import bench_argv
-
         sc, first = self.sc, todo[0]
         if isinstance(sc, DecodeParity):
             c = n = min(pt.concurrency or 1 for pt in todo)
@@ -415,7 +408,7 @@ class Recorder:
         names = [f"warmup.{phase.label}.{k}.json" for k in range(len(live.urls))]
         names = ["warmup.json"] if len(names) == 1 else names
         argvs = [
-            bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
+            bench.bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
             for url, name in zip(live.urls, names, strict=True)
         ]
         if live.pool is not None:  # each shard process warms its own replica, all at once
@@ -433,8 +426,6 @@ class Recorder:
 
     def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
-        from rackbook.live.bench import command_line, summary
-
         names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
         warm_s, model = 0.0, self.sc.served_model_name
@@ -446,7 +437,7 @@ class Recorder:
         error = None
         try:
             if live.pool is None:
-                summaries = [summary(live.client.run(argvs[0]))]
+                summaries = [bench.summary(live.client.run(argvs[0]))]
             else:
                 summaries = live.pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
@@ -469,7 +460,7 @@ class Recorder:
         gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
-        commands = [command_line(a) for a in argvs]
+        commands = [bench.command_line(a) for a in argvs]
         self.info["points"][pt.point_id] = {
             "phase": phase.label,
             "config": pt.config,
@@ -1036,7 +1027,7 @@ def build_parser() -> argparse.ArgumentParser:
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
-    timeout_s = request_timeout_s()  # a bad value stops here, before any server starts
+    timeout_s = bench.request_timeout_s()  # a bad value stops here, before any server starts
     for url in args.endpoint:
         if not url.startswith(("http://", "https://")):
             raise InputError("--endpoint", url, "expected an http:// or https:// URL")
