@@ -44,7 +44,6 @@ def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
         "vllm:time_to_first_token_seconds_sum",
     ]
     assert s[0].labels == '{engine="0",model_name="m"}' and s[0].value == 320.0
-    assert len(parse_metrics(METRICS, keep=None)) == 6  # + python_gc; still no created/bucket/NaN
 
 
 def test_prom_delta_sums_label_sets(tmp_path):
@@ -59,7 +58,7 @@ def test_prom_delta_sums_label_sets(tmp_path):
     rec = object.__new__(Recorder)  # its server_metrics rows of the point's saved samples
     rec.raw = tmp_path
     (tmp_path / "metrics").mkdir()
-    saved = {at: [x.__dict__ for x in v] for at, v in (("before", before), ("after", after))}
+    saved = {at: [x._asdict() for x in v] for at, v in (("before", before), ("after", after))}
     doc = {"servers": [{"server": "http://127.0.0.1:1", **saved}]}
     (tmp_path / "metrics" / "p1.json").write_text(json.dumps(doc))
     rows, hits = rec._metric_rows("p1")
@@ -161,8 +160,6 @@ def test_server_command_never_carries_the_key(tmp_path, monkeypatch):
     assert srv.env["VLLM_API_KEY"] == "secret-key-42"
     with pytest.raises(ValueError, match="--port"):
         VllmServer("m", ["--port", "1"], log_path=tmp_path / "l.log")
-    with pytest.raises(ValueError, match="loopback"):
-        VllmServer("m", [], log_path=tmp_path / "l.log", host="0.0.0.0")
 
 
 def test_record_argv_round_trip():

@@ -11,7 +11,7 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,36 +57,32 @@ def recorder_argv(
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
     """(exit code, stdout lines, last 64 KiB of stderr); Ctrl-C goes to the child first."""
-    pipe = subprocess.PIPE
-    proc = subprocess.Popen(
-        cmd, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, env=vllm_environ()
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    stderr, tail = proc.stderr, [b""]
-
-    def pump_err() -> None:
-        while chunk := os.read(stderr.fileno(), 4096):
-            sys.stderr.write(chunk.decode("utf-8", "replace"))
-            sys.stderr.flush()
-            tail[0] = (tail[0] + chunk)[-65536:]
-
-    pump = threading.Thread(target=pump_err, daemon=True)
-    pump.start()
-    try:
-        out = proc.stdout.read().decode("utf-8", "replace")
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-        while True:  # returning before it stops could orphan its servers
-            try:
-                proc.wait()
-                break
-            except KeyboardInterrupt:
-                continue
-        raise
-    finally:
-        pump.join(timeout=5)
-    return rc, out.splitlines(), tail[0].decode("utf-8", "replace")
+    with tempfile.TemporaryFile() as out:
+        pipe, none = subprocess.PIPE, subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, stdout=out, stderr=pipe, stdin=none, env=vllm_environ())
+        assert proc.stderr is not None
+        tail = b""
+        try:  # its stderr passed on as it comes
+            while chunk := os.read(proc.stderr.fileno(), 4096):
+                sys.stderr.write(chunk.decode("utf-8", "replace"))
+                sys.stderr.flush()
+                tail = (tail + chunk)[-65536:]
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
+            while True:  # returning before it stops could orphan its servers
+                try:
+                    proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue
+            raise
+        out.seek(0)
+        return (
+            rc,
+            out.read().decode("utf-8", "replace").splitlines(),
+            tail.decode("utf-8", "replace"),
+        )
 
 
 def record_trace(

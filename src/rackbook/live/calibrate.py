@@ -158,6 +158,7 @@ class Bench:
     def __init__(self, torch: Any, device: str, shapes: Mapping[str, int]) -> None:
         self.torch, self.device, self.shapes = torch, device, shapes
         self.gen = torch.Generator(device=device).manual_seed(0)
+        self.cache: dict[str, Any] = {}  # the bandwidth tensors, kept for the next case
 
     def _batch(self, fn: Callable[[], Any], n: int) -> float:
         if self.device == "cuda":
@@ -216,9 +217,9 @@ class Bench:
         t.cuda.synchronize()
         return graph.replay
 
-    def time(self, case: Case, cache: dict[str, Any]) -> float:
-        """Seconds per call of ``case`` (tensors kept in ``cache`` for the next case)."""
-        t = self.torch
+    def time(self, case: Case) -> float:
+        """Seconds per call of ``case``."""
+        t, cache = self.torch, self.cache
         fam, dtype, n = case.family, case.dtype, case.size
         if fam in ("hbm_read", "hbm_copy"):
             if cache.get("hbm_n") != n:
@@ -287,8 +288,7 @@ def measure(
     """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks)."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
-    cache: dict[str, Any] = {}
-    bar = progress_bar(len(cases), True)
+    bar = progress_bar(len(cases))
     try:
         if device == "cuda":
             bar.set_description("spin-up")
@@ -300,53 +300,42 @@ def measure(
                 torch.cuda.synchronize()
         for case in cases:
             bar.set_description(f"{case.family} {case.dtype} {case.size:,}")
-            rows.append(row(case, bench.time(case, cache)))
+            rows.append(row(case, bench.time(case)))
             bar.update(1)
     finally:
         bar.close()
-        cache.clear()
+        bench.cache.clear()
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
 
 
 class _Lines:
-    def __init__(self, total: int, on: bool) -> None:
-        self.total, self.done, self.on, self.desc = total, 0, on, ""
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.desc = total, 0, ""
 
     def set_description(self, desc: str) -> None:
         self.desc = desc
 
     def update(self, n: int) -> None:
         self.done += n
-        if self.on:
-            print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
+        print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         return None
 
 
-def progress_bar(total: int, on: bool) -> Any:
-    """Progress on stderr when ``on``: tqdm on a terminal, else a line per kernel."""
+def progress_bar(total: int) -> Any:
+    """Progress on stderr: tqdm on a terminal, else a line per kernel."""
     try:  # a file, a pipe or a closed stream is no terminal
         terminal = sys.stderr.isatty()
     except (AttributeError, ValueError, OSError):
         terminal = False
-    if not on or not terminal or importlib.util.find_spec("tqdm") is None:
-        return _Lines(total, on)
+    if not terminal or importlib.util.find_spec("tqdm") is None:
+        return _Lines(total)
     from tqdm import tqdm
 
     return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
-
-
-def import_torch() -> Any:
-    """torch, or the one-line error that says to run from the live env."""
-    if importlib.util.find_spec("torch") is None:
-        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
-        raise InputError(sys.executable, "torch", why)
-    import torch
-
-    return torch
 
 
 @dataclass(frozen=True)
@@ -360,11 +349,7 @@ class Catalog:
     source: str
 
 
-def _sheet(name: str, hbm_bytes_per_s: float, bf16: float | None, fp8: float | None) -> dict:
-    tera = {"hbm_TBps": hbm_bytes_per_s, "bf16_dense_TFLOPs": bf16, "fp8_dense_TFLOPs": fp8}
-    return {"name": name} | {k: None if v is None else float(v) / 1e12 for k, v in tera.items()}
-
-
+SHEET = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
 #: The model shapes a calibration times: ``architecture`` fields, the second ``moe``'s.
 SHAPES = tuple(
     "hidden_size moe_intermediate_size num_attention_heads head_dim index_head_dim".split()
@@ -382,10 +367,12 @@ def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Cata
             raise InputError(
                 model.file, k, f"the model catalog gives {v!r}: calibrate needs it > 0"
             )
-    sheets = {
-        gid: _sheet(g.name, g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
-        for gid, g in gpus.items()
-    }
+    sheets = {}
+    for gid, g in gpus.items():  # data sheet in TB/s and TFLOP/s
+        tera = (g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
+        sheets[gid] = {"name": g.name} | {
+            k: None if v is None else float(v) / 1e12 for k, v in zip(SHEET, tera, strict=True)
+        }
     return Catalog(model.id, {**shapes, "index_topk": TOPK}, sheets, source)
 
 
@@ -396,8 +383,6 @@ class _Yaml(dict):
 def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
     """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
     with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
-    import json
-
     import yaml
 
     data = paths.DATA if data is None else data
@@ -430,8 +415,7 @@ def device_spec(device_name: str, catalog: Catalog) -> dict[str, Any] | None:
     """run.json ``spec``: the matched GPU's data sheet and catalog id, or None."""
     if (gid := match_gpu(device_name, catalog.gpus)) is None:
         return None
-    keys = ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")
-    return {k: catalog.gpus[gid][k] for k in keys} | {"catalog": gid}
+    return {k: catalog.gpus[gid][k] for k in SHEET} | {"catalog": gid}
 
 
 def _rate(r: Mapping[str, Any], what: str, sheet: float | None) -> str:
@@ -524,7 +508,11 @@ def calibrate(
     device: str, catalog: Catalog, *, quick: bool, command: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Measure every family on ``device``: (run.json, rows); InputError without torch/device."""
-    torch = import_torch()
+    if importlib.util.find_spec("torch") is None:
+        why = "not installed here: run .venv-live/bin/rackbook calibrate (make live-setup)"
+        raise InputError(sys.executable, "torch", why)
+    import torch
+
     if device == "cuda" and not torch.cuda.is_available():
         why = f"torch {torch.__version__} sees no CUDA device (use --device cpu to exercise the "
         raise InputError("--device", "cuda", why + "benchmarks here)")
@@ -567,16 +555,6 @@ def calibrate(
     return run, rows
 
 
-def write_folder(output: Path, run: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
-    """The calibration folder (:func:`rackbook.core.calibration.write_calibration`)."""
-    import pandas as pd
-
-    from rackbook.core.calibration import write_calibration
-
-    cols = [c.name for c in schema.CALIBRATION_KERNELS]
-    return write_calibration(output, run, pd.DataFrame(rows, columns=cols))
-
-
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
     """``rackbook calibrate [--device D] [--quick] -o DIR [--save-json FILE]`` or ``--from-json
     FILE -o DIR``; ``-o`` checked and locked before any kernel runs."""
@@ -592,10 +570,9 @@ def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> i
     if output is not None:  # the folder is replaced whole: no input or other output inside it
         inputs = {"--from-json": args.from_json, "--save-json": saved}
         fsio.refuse_overlap({"-o": output}, {k: v for k, v in inputs.items() if v is not None})
-        fsio.check_writable(output, "-o")
+        fsio.check_output_folder(output, "-o")
     with contextlib.ExitStack() as stack:
         if output is not None:
-            fsio.check_output_folder(output, "-o")
             stack.enter_context(fsio.output_lock(output, "-o"))
             fsio.check_replaceable(output, "calibration", "-o")
         if args.from_json is not None:
@@ -630,7 +607,12 @@ def _measure_and_write(
             how = f"convert it with rackbook calibrate --from-json {saved} -o {output}"
             print(f"calibrate: {missing} missing here: wrote only {saved}; {how}", file=sys.stderr)
         elif output is not None:
-            print(write_folder(output, run, rows))
+            import pandas as pd
+
+            from rackbook.core import calibration
+
+            cols = [c.name for c in schema.CALIBRATION_KERNELS]
+            print(calibration.write_calibration(output, run, pd.DataFrame(rows, columns=cols)))
     except BaseException:  # interrupted or failed: no --save-json file left of this run
         if saved is not None:
             with contextlib.suppress(OSError):

@@ -37,10 +37,6 @@ def format_cpu_list(cpus: Iterable[int]) -> str:
     return ",".join(f"{r[0][1]}" if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
 
 
-def usable_cpus() -> frozenset[int]:
-    return frozenset(os.sched_getaffinity(0))
-
-
 @dataclass(frozen=True)
 class CpuLayout:
     """Engine and front (API server + client) cores; both None when nothing is pinned."""
@@ -51,23 +47,19 @@ class CpuLayout:
     reason: str
     setting: str  # the RACKBOOK_LIVE_CPUS value it came from
 
-    @property
-    def active(self) -> bool:
-        return self.engine is not None and self.front is not None
-
     def describe(self) -> dict[str, Any]:
         """run.json's record.cpu_layout."""
         return {
             "setting": f"{ENV}={self.setting}",
             "mode": self.mode,
-            "pinned": self.active,
+            "pinned": self.engine is not None,
             "engine_cpus": format_cpu_list(self.engine) if self.engine else None,
             "api_server_and_client_cpus": format_cpu_list(self.front) if self.front else None,
             "reason": self.reason,
         }
 
     def label(self) -> str:
-        if self.engine is None or self.front is None:
+        if self.engine is None or self.front is None:  # both or neither
             return "unpinned"
         eng, front = format_cpu_list(self.engine), format_cpu_list(self.front)
         return f"engine cpus {eng}; api server + client cpus {front}"
@@ -77,20 +69,17 @@ def resolve(on_cpu: bool, attached: bool = False) -> CpuLayout:
     """The layout ``$RACKBOOK_LIVE_CPUS`` asks for; ``attached``: --endpoint servers (never
     pinned). Raises :class:`InputError` on a bad setting."""
     raw = os.environ.get(ENV, "auto")
-    text = raw.strip().lower() or "auto"
-    avail = usable_cpus()
-    unpinned = None
-    if text in ("off", "none", "0", "no", "false"):
-        unpinned = "off", f"{ENV}={raw}"
-    elif attached:
-        unpinned = "off", "servers given with --endpoint: not started here"
-    elif text == "auto" and not on_cpu:
-        unpinned = "auto", "not a CPU build of vLLM"
-    elif text == "auto" and len(avail) < 2:
-        unpinned = "auto", f"only {len(avail)} usable core"
-    if unpinned:
-        return CpuLayout(unpinned[0], None, None, f"{unpinned[1]}: nothing pinned", raw)
-    if text == "auto":
+    text, avail = raw.strip().lower() or "auto", frozenset(os.sched_getaffinity(0))
+    auto = text == "auto"
+    for mode, unpinned, why in (  # the first that holds: nothing pinned
+        ("off", text in ("off", "none", "0", "no", "false"), f"{ENV}={raw}"),
+        ("off", attached, "servers given with --endpoint: not started here"),
+        ("auto", auto and not on_cpu, "not a CPU build of vLLM"),
+        ("auto", auto and len(avail) < 2, f"only {len(avail)} usable core"),
+    ):
+        if unpinned:
+            return CpuLayout(mode, None, None, f"{why}: nothing pinned", raw)
+    if auto:
         s = sorted(avail)
         k = max(1, len(s) // 4)
         why = (
@@ -132,11 +121,8 @@ def process_affinity(pid: int) -> str | None:
 @contextlib.contextmanager
 def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
     """The block with this process on ``cpus`` (None: unchanged), restored afterwards."""
-    if cpus is None:
-        yield
-        return
     old = os.sched_getaffinity(0)
-    set_process_affinity(os.getpid(), cpus)
+    set_process_affinity(os.getpid(), old if cpus is None else cpus)
     try:
         yield
     finally:

@@ -24,7 +24,7 @@ import urllib.error
 import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from rackbook.core import fsio
 from rackbook.core.fsio import atomic_write_json
@@ -39,14 +39,12 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import cpus
+from rackbook.live import bench, cpus
 from rackbook.live import server as server_mod
-from rackbook.live.bench import request_timeout_s
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
-TINY_MODEL_SCRIPT = ROOT / "env" / "live" / "tiny_model.py"
 FAIL_TAIL = 20  # server log lines kept with a failed point
 CPU_EPLB = (
     "vLLM on CPU refuses --enable-eplb (only supported on CUDA, ROCm or XPU): start a GPU "
@@ -72,8 +70,7 @@ METRICS_KEPT = tuple(
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
 
     metric: str
@@ -81,8 +78,8 @@ class Sample:
     value: float
 
 
-def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> list[Sample]:
-    """Samples ``vllm:<keep...>`` (None: all) of ``text``, bad lines, NaN, buckets skipped."""
+def parse_metrics(text: str) -> list[Sample]:
+    """Samples of :data:`METRICS_KEPT` in ``text``; bad lines, NaN, buckets skipped."""
     out = []
     for line in text.splitlines():
         m = _SAMPLE.match(line.strip())
@@ -90,9 +87,9 @@ def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> lis
             continue
         name, labels, value = m.group(1), m.group(2) or "", m.group(3)
         short = name.removeprefix("vllm:")
-        if name.endswith(("_created", "_bucket")) or (
-            keep is not None and (short == name or not short.startswith(keep))
-        ):
+        if short == name or name.endswith(("_created", "_bucket")):
+            continue
+        if not short.startswith(METRICS_KEPT):
             continue
         with contextlib.suppress(ValueError):
             if not math.isnan(v := float(value)):
@@ -100,11 +97,16 @@ def parse_metrics(text: str, keep: tuple[str, ...] | None = METRICS_KEPT) -> lis
     return out
 
 
+def _get(url: str, key: str | None, timeout_s: float) -> str:
+    """GET ``url`` (``key`` as bearer token), its body as text."""
+    with urlopen(url, key, timeout_s) as r:
+        return str(r.read().decode("utf-8", "replace"))
+
+
 def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> list[Sample]:
     """GET ``base_url/metrics``, parsed; a broken answer raises :class:`ConnectionError`."""
     try:
-        with urlopen(f"{base_url}/metrics", key, timeout_s) as r:
-            return parse_metrics(r.read().decode("utf-8", "replace"))
+        return parse_metrics(_get(f"{base_url}/metrics", key, timeout_s))
     except http.client.HTTPException as exc:
         raise ConnectionError(f"broken /metrics answer ({type(exc).__name__})") from None
 
@@ -208,16 +210,11 @@ def _dead(servers: list[VllmServer]) -> list[VllmServer]:
     return [s for s in servers if s.proc is not None and s.proc.poll() is not None]
 
 
-def _move(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    src.replace(dst)
-
-
 def ensure_tiny_model(model: str) -> None:
     """Write the tiny model folder if ``model`` is it and it is missing."""
     if Path(model).resolve() == TINY_MODEL.resolve() and not (TINY_MODEL / "config.json").exists():
-        _say(f"writing the tiny model: {TINY_MODEL_SCRIPT}")
-        subprocess.run([sys.executable, str(TINY_MODEL_SCRIPT), "-o", str(TINY_MODEL)], check=True)
+        _say(f"writing the tiny model: {(script := ROOT / 'env' / 'live' / 'tiny_model.py')}")
+        subprocess.run([sys.executable, str(script), "-o", str(TINY_MODEL)], check=True)
     local = Path(model).is_absolute() or model.startswith(".") or Path(model).is_dir()
     if local and not (Path(model) / "config.json").exists():
         raise InputError(model, "config.json", "model folder has no config.json")
@@ -286,9 +283,6 @@ class Recorder:
         self.info["commands"] = self.commands
         atomic_write_json(self.raw / "record.json", scrub(self.info))
 
-    def _done(self, pt: PlanPoint) -> bool:
-        return all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())
-
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
             return "vllm-serve.log"
@@ -299,13 +293,10 @@ class Recorder:
         return self.endpoints[start : start + phase.servers]
 
     def _bench_argv(self, pt: PlanPoint, url: str, k: int, name: str) -> list[str]:
-        from rackbook.live.bench import bench_argv
-
-        shard = (("shard", str(k)),) if pt.shards > 1 else ()
         meta = (("point_id", pt.point_id), ("scenario", self.sc.name), ("config", pt.config))
+        meta += (*pt.labels, *((("shard", str(k)),) if pt.shards > 1 else ()))
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
-        meta += (*pt.labels, *shard)
-        return bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
+        return bench.bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
     def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
         """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
@@ -316,15 +307,10 @@ class Recorder:
         return frozenset(sorted(eng)[k * per : (k + 1) * per])
 
     def run_phase(self, phase: Phase) -> None:
-        """All points of one server configuration (this process on the front cores)."""
-        with cpus.pinned_self(self.cpu_layout.front if self.cpu_layout.active else None):
-            self._run_phase(phase)
-
-    def _run_phase(self, phase: Phase) -> None:
-        from rackbook.live.bench import BenchClient, ShardPool
-
+        """All points of one server configuration (:meth:`run`: on the front cores)."""
         sc = self.sc
-        todo = [pt for pt in phase.points if not (self.resume and self._done(pt))]
+        done = lambda pt: all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())  # noqa: E731
+        todo = [pt for pt in phase.points if not (self.resume and done(pt))]
         eng: dict[str, Any] = {
             "label": phase.label,
             "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
@@ -339,8 +325,8 @@ class Recorder:
         if not urls and isinstance(sc, EplbBalance) and on_cpu():
             raise InputError("-", "eplb-balance", CPU_EPLB)
         shards = max(pt.shards for pt in todo)
-        pool = ShardPool(shards, self.raw) if shards > 1 else None
-        live = _Live(urls, BenchClient(self.raw / "bench.log"), pool)
+        pool = bench.ShardPool(shards, self.raw) if shards > 1 else None
+        live = _Live(urls, bench.BenchClient(self.raw / "bench.log"), pool)
         bar = None
         t_wall0 = time.monotonic()
         try:
@@ -411,8 +397,6 @@ class Recorder:
         self._save_info()  # the servers' pgids are on disk while they run
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
-        from rackbook.live.bench import bench_argv
-
         sc, first = self.sc, todo[0]
         if isinstance(sc, DecodeParity):
             c = n = min(pt.concurrency or 1 for pt in todo)
@@ -421,12 +405,12 @@ class Recorder:
             c = first.concurrency or 1
             n, inp, out = max(2, c), min(first.input_len, 256), min(first.output_len, 8)
         wp = PlanPoint("warmup", "", inp, out, n, c, sc.seed + 999)
-        argvs = []
-        for k, url in enumerate(live.urls):
-            name = "warmup.json" if len(live.urls) == 1 else f"warmup.{phase.label}.{k}.json"
-            argvs.append(
-                bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
-            )
+        names = [f"warmup.{phase.label}.{k}.json" for k in range(len(live.urls))]
+        names = ["warmup.json"] if len(names) == 1 else names
+        argvs = [
+            bench.bench_argv(wp, url, sc.model, sc.served_model_name, self.raw / "serve" / name)
+            for url, name in zip(live.urls, names, strict=True)
+        ]
         if live.pool is not None:  # each shard process warms its own replica, all at once
             live.pool.run(argvs)
         else:
@@ -442,36 +426,33 @@ class Recorder:
 
     def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
-        from rackbook.live.bench import command_line, summary
-
         names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
         argvs = [self._bench_argv(pt, u, k, names[k]) for k, u in enumerate(use)]
-        before, warm_s = self._before_point(pt, argvs, live)
+        warm_s, model = 0.0, self.sc.served_model_name
+        for u, a in zip(use, argvs, strict=True) if pt.prefix_len else ():
+            ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
+            warm_s += self._probe(pt, live, "before", 0, 0, warm_prefix, u, model, ids)
+        before = [self._probe(pt, live, "before", 0, 0, scrape, u) for u in use]
         t0 = time.monotonic()
         error = None
         try:
             if live.pool is None:
-                summaries = [summary(live.client.run(argvs[0]))]
+                summaries = [bench.summary(live.client.run(argvs[0]))]
             else:
                 summaries = live.pool.run(argvs)
         except Exception as exc:  # noqa: BLE001 (recorded as the point's failure)
             summaries, error = [], f"{type(exc).__name__}: {exc}"
         wall = time.monotonic() - t0
-        dead = _dead(servers[: pt.shards])
-        after: list[Any] = []
-        if not dead:
-            try:
-                after = [scrape(u, self.key) for u in use]
-            except OSError as exc:
-                error = error or f"/metrics unreachable after the point: {exc}"
         ok = [s for s in summaries if "error" not in s]
         error = error or next((s["error"] for s in summaries if "error" in s), None)
         completed = sum(int(s.get("completed") or 0) for s in ok)
         failed = sum(int(s.get("failed") or 0) for s in ok)
+        dead = _dead(servers[: pt.shards])
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed)
+        after = [self._probe(pt, live, "after", completed, failed, scrape, u) for u in use]
         servers_ = [
-            {"server": u, "before": [s.__dict__ for s in b], "after": [s.__dict__ for s in a]}
+            {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
         atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
@@ -479,7 +460,7 @@ class Recorder:
         gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
-        commands = [command_line(a) for a in argvs]
+        commands = [bench.command_line(a) for a in argvs]
         self.info["points"][pt.point_id] = {
             "phase": phase.label,
             "config": pt.config,
@@ -501,25 +482,20 @@ class Recorder:
         self._save_info()
         return max(durations)
 
-    def _before_point(
-        self, pt: PlanPoint, argvs: list[list[str]], live: _Live
-    ) -> tuple[list[Any], float]:
-        """Warm the prefix, scrape ``/metrics``: (samples, warming s); a server gone: _fail."""
-        use, servers = live.urls[: pt.shards], live.servers
-        warm_s = 0.0
+    def _probe(
+        self, pt: PlanPoint, live: _Live, when: str, done: int, bad: int, fn: Any, *a: Any
+    ) -> Any:
+        """``fn(url, *a, key)`` (a scrape, a prefix warm-up); a server gone: the point fails."""
         try:
-            if pt.prefix_len:
-                for u, a in zip(use, argvs, strict=True):
-                    ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
-                    warm_s += warm_prefix(u, self.sc.served_model_name, ids, self.key)
-            return [scrape(u, self.key) for u in use], warm_s
-        except OSError as exc:  # the server went away between points: a failed point, not a crash
+            return fn(*a, self.key)
+        except OSError as exc:  # the server went away: a failed point, not a crash
             dead: list[VllmServer] = []
             for _ in range(20):  # a dying server may take a moment to be reaped
-                if dead := _dead(servers[: pt.shards]):
+                if dead := _dead(live.servers[: pt.shards]):
                     break
                 time.sleep(0.25)
-            self._fail(pt, servers, dead, f"server unreachable before the point: {exc}", 0, 0)
+            why = f"server unreachable {when} the point: {exc}"
+            self._fail(pt, live.servers, dead, why, done, bad)
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
@@ -549,10 +525,7 @@ class Recorder:
             self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             with contextlib.suppress(ValueError):
                 self.info["points_kept"].remove(point_id)
-            for name in names:
-                src = raw_file(self.raw / folder / name)
-                if src.exists():
-                    _move(src, self.raw / "rejected" / f"{Path(name).stem}.{attempt}{src.suffix}")
+            self._set_aside(folder, names, "rejected", attempt)
         self._save_info()
         if action == "rerun":
             _say(f"{point_id}: {reason}; running the point once more")
@@ -569,6 +542,17 @@ class Recorder:
         hold_after(point_id)
         return True
 
+    def _set_aside(self, folder: str, names: list[str], to: str, tag: int) -> list[str]:
+        """Move raw results ``folder/NAME`` to ``to/STEM.TAG.SUFFIX``; the names they now have."""
+        moved = []
+        for name in names:
+            if (src := raw_file(self.raw / folder / name)).exists():
+                dst = self.raw / to / f"{Path(name).stem}.{tag}{src.suffix}"
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                src.replace(dst)
+                moved.append(f"{to}/{dst.name}")
+        return moved
+
     def _fail(
         self,
         pt: PlanPoint,
@@ -578,13 +562,7 @@ class Recorder:
         completed: int,
         failed: int,
     ) -> NoReturn:
-        n = len(self.info["failures"])
-        moved = []
-        for name in pt.raw_names():
-            src = self.raw / "serve" / name
-            if src.exists():
-                _move(src, dst := self.raw / "failed" / f"{Path(name).stem}.{n}.json")
-                moved.append(f"failed/{dst.name}")
+        moved = self._set_aside("serve", pt.raw_names(), "failed", len(self.info["failures"]))
         proc = dead[0].proc if dead else None
         reason = self.redact(
             f"server died (exit code {proc.returncode})"
@@ -620,11 +598,11 @@ class Recorder:
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
         keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
-        cfg = OfflineConfig(**{k: getattr(sc, k) for k in keys})
+        cfg, mine = OfflineConfig(**{k: getattr(sc, k) for k in keys}), os.sched_getaffinity(0)
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
-            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(cpus.usable_cpus())})",
+            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(mine)})",
         }
         self.info["engines"]["vllm-offline"] = eng
         if not todo:
@@ -662,9 +640,8 @@ class Recorder:
             bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
             bar.update(1)
         bar.close()
-        eng.update(duty_cycle(windows, t_ready, t_wall0))
+        eng.update(duty_cycle(windows, t_ready, t_wall0))  # saved by run()
         del engine
-        self._save_info()
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -674,8 +651,9 @@ class Recorder:
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
-            for phase in self.phases:
-                self.run_phase(phase)
+            with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
+                for phase in self.phases:
+                    self.run_phase(phase)
         except ServerError as exc:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
@@ -748,7 +726,7 @@ class Recorder:
         for e in jsonstream.load(mpath)["servers"]:
             got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
             at = {"point_id": pid, "server": e["server"]}
-            rows += [at | {"phase": k} | s.__dict__ for k, ss in got.items() for s in ss]
+            rows += [at | {"phase": k} | s._asdict() for k, ss in got.items() for s in ss]
             hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
@@ -980,8 +958,7 @@ def parse_models(url: str, text: str) -> ServedModel:
 def served_model(url: str, key: str | None = None, timeout_s: float = 30.0) -> ServedModel:
     """What ``url`` serves; :class:`InputError` when it cannot answer in ``timeout_s`` s."""
     try:
-        with urlopen(f"{url}/v1/models", key, timeout_s) as resp:
-            text = resp.read().decode("utf-8", errors="replace")
+        text = _get(f"{url}/v1/models", key, timeout_s)
     except urllib.error.HTTPError as exc:
         raise InputError("--endpoint", url, f"GET /v1/models answered HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:
@@ -1022,13 +999,9 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
 
 def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) -> str | None:
     """The vLLM version an endpoint reports (``GET /version``), or None if it does not say."""
-    try:
-        with urlopen(f"{url}/version", key, timeout_s) as resp:
-            doc = json.loads(resp.read().decode("utf-8", errors="replace"))
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-    v = doc.get("version") if isinstance(doc, dict) else None
-    return str(v) if v else None
+    with contextlib.suppress(urllib.error.URLError, OSError, ValueError, AttributeError):
+        return str(json.loads(_get(f"{url}/version", key, timeout_s)).get("version") or "") or None
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1054,7 +1027,7 @@ def build_parser() -> argparse.ArgumentParser:
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
-    timeout_s = request_timeout_s()  # a bad value stops here, before any server starts
+    timeout_s = bench.request_timeout_s()  # a bad value stops here, before any server starts
     for url in args.endpoint:
         if not url.startswith(("http://", "https://")):
             raise InputError("--endpoint", url, "expected an http:// or https:// URL")

@@ -73,8 +73,7 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on loopback; as a context manager: started,
-    healthy, always stopped. The API key goes through ``VLLM_API_KEY`` only, redacted.
+    """One ``vllm serve MODEL`` process group on 127.0.0.1; the API key only in ``VLLM_API_KEY``.
     ``cpus`` pins the group at start; ``front_cpus`` takes the API server once healthy."""
 
     def __init__(
@@ -84,18 +83,15 @@ class VllmServer:
         *,
         log_path: str | Path,
         port: int | None = None,
-        host: str = "127.0.0.1",
         grace_s: float = GRACE_S,
         cpus: frozenset[int] | None = None,
         front_cpus: frozenset[int] | None = None,
     ) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError(f"host {host!r}: live mode only serves on loopback")
         bad = [a for a in serve_args if a.split("=")[0] in ("--host", "--port", "--api-key")]
         if bad:
             raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
-        self.model, self.serve_args, self.host = str(model), list(serve_args), host
-        self.port = port or free_port(host)
+        self.model, self.serve_args, self.host = str(model), list(serve_args), "127.0.0.1"
+        self.port = port or free_port()
         self.log_path, self.grace_s = Path(log_path), grace_s
         self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
         self.env = vllm_environ()
@@ -108,8 +104,8 @@ class VllmServer:
         self.affinity: dict[str, str | None] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
-        self.started_at: float | None = None
-        self.healthy_at: float | None = None
+        self.started_at = 0.0
+        self.startup_s: float | None = None  # seconds from start to the first /health 200
         self.stopped = False
         self._pump: threading.Thread | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -126,13 +122,6 @@ class VllmServer:
     @property
     def command(self) -> str:
         return self.redact(shlex.join(["vllm", *self.argv[1:]]))
-
-    @property
-    def startup_s(self) -> float | None:
-        """Seconds from process start to the first ``/health`` 200."""
-        if self.started_at is None or self.healthy_at is None:
-            return None
-        return self.healthy_at - self.started_at
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
@@ -153,8 +142,7 @@ class VllmServer:
         return out
 
     def _place_api_server(self) -> None:
-        if self.pgid is None:
-            return
+        assert self.pgid is not None
         if self.front_cpus:
             set_process_affinity(self.pgid, self.front_cpus)
         for pid in group_members(self.pgid):
@@ -204,9 +192,8 @@ class VllmServer:
     def wait_healthy(self) -> float:
         """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
         raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
-        assert self.proc is not None and self.started_at is not None, "start() first"
-        timeout_s = STARTUP_TIMEOUT_S
-        deadline, next_note = self.started_at + timeout_s, self.started_at + 10.0
+        assert self.proc is not None, "start() first"
+        timeout_s, next_note = STARTUP_TIMEOUT_S, self.started_at + 10.0
         while True:
             if RECEIVED:  # a signal deferred during start-up: act on it here
                 act_on_signal(force=True)
@@ -214,12 +201,12 @@ class VllmServer:
                 self._failed(f"vllm serve exited with code {code} before /health answered")
             with contextlib.suppress(OSError), urlopen(f"{self.base_url}/health", self.key, 2) as r:
                 if r.status == 200:  # an HTTP error status raises (an OSError): not yet
-                    self.healthy_at = time.monotonic()
+                    self.startup_s = time.monotonic() - self.started_at
                     if self.cpus or self.front_cpus:
                         self._place_api_server()
                     _note(f"server up after {self.startup_s:.1f} s at {self.base_url}")
-                    return float(self.startup_s or 0.0)
-            if (now := time.monotonic()) > deadline:
+                    return self.startup_s
+            if (now := time.monotonic()) > self.started_at + timeout_s:
                 self._failed(f"vllm serve not healthy after {timeout_s:.0f} s")
             if now >= next_note:
                 waited = f"{now - self.started_at:.0f} s (timeout {timeout_s:.0f} s)"
@@ -240,39 +227,21 @@ class VllmServer:
             _LIVE.discard(self)
         pgid = self.pgid
         assert pgid is not None
-        killed: list[int] = []
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=0.2)
-            if not group_members(pgid):
-                break
-        else:
-            killed = group_members(pgid)
+        for sig, wait_s in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 5.0)):
+            killed = group_members(pgid) if sig == signal.SIGKILL else []
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-            end = time.monotonic() + 5.0
-            while group_members(pgid) and time.monotonic() < end:
+                os.killpg(pgid, sig)
+            deadline = time.monotonic() + wait_s
+            while (alive := group_members(pgid)) and time.monotonic() < deadline:
+                self.proc.poll()  # reaps the leader once it exits
                 time.sleep(0.1)
+            if not alive:
+                break
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5.0)
         if self._pump is not None:
             self._pump.join(timeout=2.0)
         return killed
-
-    def __enter__(self) -> VllmServer:
-        self.start()
-        try:
-            self.wait_healthy()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def stop_all() -> None:
@@ -347,11 +316,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     a = p.parse_args(argv[:cut])
     extra = argv[cut + 1 :]
-    with VllmServer(a.model, extra, log_path=a.log) as srv:
+    srv = VllmServer(a.model, extra, log_path=a.log).start()
+    try:
+        srv.wait_healthy()
         if a.status:
             members = [] if srv.pgid is None else group_members(srv.pgid)
             a.status.write_text(json.dumps({**srv.info(), "members": members}))
         time.sleep(a.hold)
+    finally:
+        srv.stop()
     return 0
 
 
