@@ -250,11 +250,11 @@ def test_mlperf_bad_inputs(tmp_path, run_cli):
         ),
         (
             [lines[0], lines[1].replace('"679740.0"', '"-3"')],
-            "rows[0].Result: must be a number > 0, got '-3' (line 2)",
+            "rows[0].Result: must be > 0, got -3.0 in a Tokens/s row (line 2)",
         ),
         (
             [lines[0], lines[1].replace('"NVIDIA GB300","4","72"', '"NVIDIA GB300","4","0"')],
-            "rows[0].total_accelerators: must be a number > 0",
+            "rows[0].total_accelerators: must be > 0, got 0.0",
         ),
         ([lines[0].replace("Units", "Unit"), lines[1]], "Units: missing column in the header"),
         ([lines[0]], "rows: no rows under the header"),
