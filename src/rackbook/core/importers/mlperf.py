@@ -55,7 +55,7 @@ read, summary = points.reader(FORMAT, read_points), points.summary
 def _number(path: Path, field: str, text: str, line: int, integer: bool = False) -> float:
     """CSV ``text`` as a number > 0 (whole with ``integer``); the problem names the line."""
     try:
-        return points.number(path, field, float(text), integer=integer)
+        return points.cell(path, field, float(text), "whole" if integer else "number")
     except (TypeError, ValueError):
         problem = f"not a number ({text!r})"
     except InputError as exc:

@@ -63,7 +63,7 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     if dataset != "random":
         return "benchmark dataset"
     ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
-    ratio = points.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    ratio = points.cell(path, f"{field}.workload.range_ratio", ratio, "amount")
     return "fixed lengths" if ratio >= 1 else "random lengths"
 
 

@@ -95,7 +95,7 @@ def _duration(path: Path, d: Any) -> float:
     if missing:
         hint = " (rerun vllm bench serve with --save-detailed)" if "ttfts" in missing else ""
         raise InputError(path, missing[0], f"missing per-request array{hint}")
-    return points.number(path, "duration", d.get("duration"))
+    return points.cell(path, "duration", d.get("duration"), "number")
 
 
 def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
