@@ -361,9 +361,9 @@ def test_cli_options_must_fit_the_format(tmp_path, run_cli):
     ix = str(FIX / "inferencex-rows.json")
     for argv, message in [
         (["inferencex", ix, "--label", "a=b"], "--label: only for vllm-bench"),
-        (["inferencex", ix, "--kind", "recorded"], "--kind: inferencex imports are always"),
+        (["inferencex", ix, "--kind", "recorded"], "--kind: only for vllm-bench, not inferencex"),
         (["inferencex", ix, "--model", "x"], "--model: only for mlperf"),
-        (["vllm-bench", ix, "--model", "x"], "--model: only for published formats"),
+        (["vllm-bench", ix, "--model", "x"], "--model: only for mlperf, not vllm-bench"),
         (["inferencex", ix, "--source-date", "yesterday"], "--source-date: 'yesterday'"),
     ]:
         code, _, err = run_cli("import", *argv, "-o", str(tmp_path / "o"))
