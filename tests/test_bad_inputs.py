@@ -88,7 +88,7 @@ IMPORT_FILES = [  # (name, bytes, field, problem)
     ("not-json", b"duration = 3\nttfts = []\n", "line 1", "not valid JSON"),
     ("top-list", b"[1, 2, 3]", "-", "top level must be a JSON object, got list"),
     ("top-string", b'"result"', "-", "top level must be a JSON object, got str"),
-    ("nan-duration", NAN_DUR, "duration", "must be a finite number of seconds"),
+    ("nan-duration", NAN_DUR, "duration", "non-finite value (NaN or infinite)"),
 ]
 
 
@@ -141,10 +141,10 @@ IMPORT_FIELDS = [  # (id, change, field, problem)
     ("input-lens-dict", _put("input_lens", {"a": 1}), "input_lens", "must be a list"),
     ("input-lens-text", _put("input_lens", [10, "x", 30]), "input_lens[1]", "not a number"),
     ("output-lens-float", _put("output_lens", [4, 2.5, 0]), "output_lens[1]", "not an integer"),
-    ("duration-text", _put("duration", "2s"), "duration", "finite number of seconds"),
-    ("duration-bool", _put("duration", True), "duration", "finite number of seconds"),
-    ("duration-zero", _put("duration", 0), "duration", "must be > 0 seconds, got 0"),
-    ("duration-negative", _put("duration", -2.0), "duration", "must be > 0 seconds, got -2.0"),
+    ("duration-text", _put("duration", "2s"), "duration", "not a number ('2s')"),
+    ("duration-bool", _put("duration", True), "duration", "not a number (True)"),
+    ("duration-zero", _put("duration", 0), "duration", "must be > 0, got 0"),
+    ("duration-negative", _put("duration", -2.0), "duration", "must be > 0, got -2.0"),
     ("ttfts-nan", _put("ttfts", [0.1, float("nan"), 0.0]), "ttfts[1]", "NaN or infinite"),
     ("latency-inf", _put("latencies", [0.7, float("inf"), 0.0]), "latencies[1]", "infinite"),
     ("ttft-negative", _put("ttfts", [0.1, -0.2, 0.0]), "ttfts[1]", "negative value"),

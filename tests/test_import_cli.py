@@ -54,7 +54,7 @@ BAD_JSON = [
         "nan",
         b'{"duration": NaN, "input_lens": [], "output_lens": [], "ttfts": [], '
         b'"itls": [], "latencies": [], "errors": []}',
-        "duration: must be a finite",
+        "duration: non-finite value",
     ),
 ]
 
@@ -80,7 +80,7 @@ BAD_FIELDS = [
     ("nan-time", {"ttfts": [0.1, float("nan"), 0.0]}, "ttfts[1]", "NaN"),
     ("zero-duration", {"duration": 0}, "duration", "> 0"),
     ("negative-duration", {"duration": -3.0}, "duration", "> 0"),
-    ("string-duration", {"duration": "2 s"}, "duration", "finite number"),
+    ("string-duration", {"duration": "2 s"}, "duration", "not a number"),
     (
         "milliseconds",
         {"latencies": [700000.0, 600000.0, 0.0], "ttfts": [100.0, 200.0, 0.0]},

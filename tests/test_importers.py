@@ -70,7 +70,7 @@ def test_the_registry_the_schema_and_the_command_line_load_no_pandas():
 
 
 FILE_SAYS = "not for offline-engine (the file says it)"
-NOT_PUBLISHED = "only for published formats, not vllm-bench"
+NOT_PUBLISHED = "only for inferencex, mlperf, sglang-cookbook, not vllm-bench"
 DAY = "2026-01-01"
 
 
@@ -84,16 +84,16 @@ DAY = "2026-01-01"
         ("offline-engine", {"model": "m"}, "--model", FILE_SAYS),
         ("offline-engine", {"source_url": URL}, "--source-url", FILE_SAYS),
         ("offline-engine", {"source_date": DAY}, "--source-date", FILE_SAYS),
-        ("vllm-bench", {"model": "m"}, "--model", NOT_PUBLISHED),
+        ("vllm-bench", {"model": "m"}, "--model", "only for mlperf, not vllm-bench"),
         ("vllm-bench", {"source_url": URL}, "--source-url", NOT_PUBLISHED),
         ("vllm-bench", {"source_date": DAY}, "--source-date", NOT_PUBLISHED),
         ("inferencex", {"labels": {"a": "b"}}, "--label", "only for vllm-bench, not inferencex"),
         ("sglang-cookbook", {"kind": "recorded"}, "--kind",
-         "sglang-cookbook imports are always kind published"),
+         "only for vllm-bench, not sglang-cookbook"),
         ("inferencex", {"model": "m"}, "--model", "only for mlperf, not inferencex"),
         ("sglang-cookbook", {"model": "m"}, "--model", "only for mlperf, not sglang-cookbook"),
         ("mlperf", {"hardware": importers.DeclaredGpus("b300", "B300", "B300", 4, "h.yaml")},
-         "--gpu", "only for vllm-bench, not mlperf (each row names its own)"),
+         "--gpu", "only for vllm-bench, not mlperf"),
         ("offline-engine", {"hardware": importers.DeclaredGpus("b300", "B", "B", 4, "h.yaml")},
          "--gpu", "not for offline-engine (the file says it)"),
         ("nope", {}, "format", "unknown 'nope'; expected one of vllm-bench, offline-engine, "

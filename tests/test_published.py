@@ -250,11 +250,11 @@ def test_mlperf_bad_inputs(tmp_path, run_cli):
         ),
         (
             [lines[0], lines[1].replace('"679740.0"', '"-3"')],
-            "rows[0].Result: must be a number > 0, got '-3' (line 2)",
+            "rows[0].Result: must be > 0, got -3.0 in a Tokens/s row (line 2)",
         ),
         (
             [lines[0], lines[1].replace('"NVIDIA GB300","4","72"', '"NVIDIA GB300","4","0"')],
-            "rows[0].total_accelerators: must be a number > 0",
+            "rows[0].total_accelerators: must be > 0, got 0.0",
         ),
         ([lines[0].replace("Units", "Unit"), lines[1]], "Units: missing column in the header"),
         ([lines[0]], "rows: no rows under the header"),
@@ -361,9 +361,9 @@ def test_cli_options_must_fit_the_format(tmp_path, run_cli):
     ix = str(FIX / "inferencex-rows.json")
     for argv, message in [
         (["inferencex", ix, "--label", "a=b"], "--label: only for vllm-bench"),
-        (["inferencex", ix, "--kind", "recorded"], "--kind: inferencex imports are always"),
+        (["inferencex", ix, "--kind", "recorded"], "--kind: only for vllm-bench, not inferencex"),
         (["inferencex", ix, "--model", "x"], "--model: only for mlperf"),
-        (["vllm-bench", ix, "--model", "x"], "--model: only for published formats"),
+        (["vllm-bench", ix, "--model", "x"], "--model: only for mlperf, not vllm-bench"),
         (["inferencex", ix, "--source-date", "yesterday"], "--source-date: 'yesterday'"),
     ]:
         code, _, err = run_cli("import", *argv, "-o", str(tmp_path / "o"))

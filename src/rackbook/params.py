@@ -350,22 +350,10 @@ def expert_extent(trace: Path) -> dict[str, int] | None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    columns = ("window", "layer", "expert")
     try:
-        f = pq.ParquetFile(trace / "expert_load.parquet")
-        names = f.schema_arrow.names
-        if f.metadata.num_rows == 0 or not all(c in names for c in columns):
-            return None
-        out: dict[str, int] = {}
-        for c in columns:
-            i = names.index(c)
-            stats = [f.metadata.row_group(g).column(i).statistics for g in range(f.num_row_groups)]
-            if all(st is not None and st.has_min_max for st in stats):
-                out[c] = int(max(st.max for st in stats))
-            else:
-                out[c] = int(pc.max(f.read(columns=[c]).column(c)).as_py())
-        return out
-    except (OSError, ValueError, TypeError, ArithmeticError):
+        t = pq.read_table(trace / "expert_load.parquet", columns=["window", "layer", "expert"])
+        return None if t.num_rows == 0 else {c: int(pc.max(t[c]).as_py()) for c in t.column_names}
+    except (OSError, ValueError, TypeError, ArithmeticError, KeyError):
         return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -409,24 +410,14 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -
     return entries[key]
 
 
-def gpu(id: str, path: str | Path | None = None) -> GpuSpec:
-    """The GPU ``id`` (e.g. ``b300``) from the hardware catalog."""
-    return _lookup("gpus", "GPU", id, path)
-
-
-def system(id: str, path: str | Path | None = None) -> SystemSpec:
-    """The system ``id`` (e.g. ``gb300-nvl72``) from the hardware catalog."""
-    return _lookup("systems", "system", id, path)
-
-
-def price(id: str, path: str | Path | None = None) -> PriceSpec:
-    """The price ``id`` (e.g. ``gb300-tco-hyperscaler``) from the hardware catalog."""
-    return _lookup("prices", "price", id, path)
-
-
-def token_price(id: str, path: str | Path | None = None) -> TokenPriceSpec:
-    """The token prices ``id`` (e.g. ``inferencex-tco-calculator``) from the hardware catalog."""
-    return _lookup("token_prices", "token price", id, path)
+#: Look-ups by id (any case), each ``(id, path=None)``: e.g. ``gpu("b300")``,
+#: ``system("gb300-nvl72")``, ``price("gb300-tco-hyperscaler")``.
+gpu: Callable[..., GpuSpec] = functools.partial(_lookup, "gpus", "GPU")
+system: Callable[..., SystemSpec] = functools.partial(_lookup, "systems", "system")
+price: Callable[..., PriceSpec] = functools.partial(_lookup, "prices", "price")
+token_price: Callable[..., TokenPriceSpec] = functools.partial(
+    _lookup, "token_prices", "token price"
+)
 
 
 def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:

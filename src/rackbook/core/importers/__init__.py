@@ -125,17 +125,9 @@ def check_options(fmt: str, path: Path | str, options: Options) -> None:
         value = getattr(options, opt)
         if value is None or value == {} or opt in f.options or value == f.kind:
             continue
-        if "engine" in f.options:  # the offline engine's file states everything else itself
-            why = f"not for {fmt} (the file says it)"
-        elif opt == "kind":
-            why = f"{fmt} imports are always kind published"
-        elif f.kind != "published" and opt in _PUBLISHED + ("model",):
-            why = f"only for published formats, not {fmt}"
-        else:
-            taking = ", ".join(name for name, g in REGISTRY.items() if opt in g.options)
-            own = " (each row names its own)" if opt == "hardware" else ""
-            why = f"only for {taking}, not {fmt}{own}"
-        raise InputError(path, FLAGS[opt], why)
+        taking = ", ".join(name for name, g in REGISTRY.items() if opt in g.options)
+        why = f"not for {fmt} (the file says it)" if "engine" in f.options else ""
+        raise InputError(path, FLAGS[opt], why or f"only for {taking}, not {fmt}")
 
 
 def command_line(fmt: str, path: Path | str, output: Path | str, options: Options) -> str:

@@ -19,65 +19,64 @@ from rackbook.errors import InputError
 FORMAT = "offline-engine"
 FILE_FORMAT = "rackbook-offline-engine"  # the file's ``format`` field
 SCHEMA_VERSIONS = (1,)
-#: Row keys: name -> (required, integer); every value must be a positive number.
-ROW_KEYS: dict[str, tuple[bool, bool]] = {
-    "batch_size": (True, True),
-    "decode_ranks": (False, True),
-    "input_tokens": (True, True),
-    "output_tokens": (True, True),
-    "decode_s": (True, False),
-    "prefill_s": (False, False),
-    "total_s": (False, False),
+#: Row key -> (its :func:`.points.cell` check, the ``limits.BOUNDS`` name holding it), in order.
+ROW_KEYS: dict[str, tuple[str, str | None]] = {
+    "batch_size": ("whole", "batch_size"),
+    "decode_ranks": ("whole?", "decode_ranks"),
+    "input_tokens": ("whole", "context"),
+    "output_tokens": ("whole", "context"),
+    "decode_s": ("number", None),
+    "prefill_s": ("number?", None),
+    "total_s": ("number?", None),
 }
+#: Top-level text keys -> their check (``?``: may be absent).
+HEAD_KEYS = {k: "text" for k in ("engine", "engine_version", "model")}
+HEAD_KEYS |= {k: "text?" for k in ("command", "source", "date", "notes")}
 #: Top-level keys a file may carry (anything else is refused, catching typos).
-TOP_KEYS = tuple(
-    "format schema_version engine engine_version model hardware command source date generator "
-    "notes rows".split()
-)
+TOP_KEYS = (*HEAD_KEYS, "format", "schema_version", "hardware", "generator", "rows")
 
 
-def _text(path: Path, field: str, value: Any, *, required: bool = True) -> str | None:
-    given = points.text(path, field, value, optional=not required)
-    return None if given is None else given.strip()
+def _known(path: Path, at: str, obj: dict[str, Any], known: Any) -> None:
+    """An InputError at ``at.KEY`` for the first key of ``obj`` not in ``known``."""
+    unknown = sorted(set(obj) - set(known))
+    if unknown:
+        field = f"{at}.{unknown[0]}" if at else unknown[0]
+        raise InputError(path, field, f"unknown key; known: {', '.join(known)}")
 
 
-def parse_rows(path: Path, rows: Any) -> list[dict[str, float]]:
-    """The checked rows (positive values, ``output_tokens >= 2``, one per batch and ranks)."""
+def _row(path: Path, at: str, r: Any) -> dict[str, Any]:
+    """Row ``at`` checked: positive values within bounds, ``output_tokens >= 2``, times add up."""
+    if not isinstance(r, dict):
+        raise InputError(path, at, "must be an object")
+    _known(path, at, r, ROW_KEYS)
+    row = {"decode_ranks": 1}
+    for key, (check, bound) in ROW_KEYS.items():
+        value = points.cell(path, f"{at}.{key}", r.get(key), check)
+        if value is not None:
+            row[key] = value if bound is None else limits.bounded(value, bound, path, f"{at}.{key}")
+    if row["output_tokens"] < 2:
+        problem = "must be >= 2 (decode is the tokens after the first)"
+        raise InputError(path, f"{at}.output_tokens", problem)
+    before = row.get("prefill_s", 0.0)
+    if "total_s" in row and row["total_s"] < before + row["decode_s"] - 1e-9:
+        what = "prefill_s + decode_s" if "prefill_s" in row else "decode_s"
+        raise InputError(path, f"{at}.total_s", f"smaller than {what}")
+    return row
+
+
+def parse_rows(path: Path, rows: Any) -> pd.DataFrame:
+    """The checked rows as a table (``prefill_s``, ``total_s`` NaN where absent), one per batch
+    and decode ranks."""
     if not isinstance(rows, list) or not rows:
         raise InputError(path, "rows", "must be a non-empty list of objects")
-    out, seen = [], set()
-    for i, r in enumerate(rows):
-        at = f"rows[{i}]"
-        if not isinstance(r, dict):
-            raise InputError(path, at, "must be an object")
-        unknown = sorted(set(r) - set(ROW_KEYS))
-        if unknown:
-            known = ", ".join(ROW_KEYS)
-            raise InputError(path, f"{at}.{unknown[0]}", f"unknown key; known: {known}")
-        row: dict[str, float] = {}
-        for key, (required, integer) in ROW_KEYS.items():
-            if required or r.get(key) is not None:  # a missing one: number() says so
-                row[key] = points.number(path, f"{at}.{key}", r.get(key), integer=integer)
-        row.setdefault("decode_ranks", 1.0)
-        for key in ("batch_size", "decode_ranks", "output_tokens", "input_tokens"):
-            bound = key if key in ("batch_size", "decode_ranks") else "context"
-            limits.bounded(row[key], bound, path, f"{at}.{key}")
-        if row["output_tokens"] < 2:
-            raise InputError(
-                path, f"{at}.output_tokens", "must be >= 2 (decode is the tokens after the first)"
-            )
-        before = row.get("prefill_s", 0.0)
-        if "total_s" in row and row["total_s"] < before + row["decode_s"] - 1e-9:
-            what = "prefill_s + decode_s" if "prefill_s" in row else "decode_s"
-            raise InputError(path, f"{at}.total_s", f"smaller than {what}")
-        pair = (row["batch_size"], row["decode_ranks"])
-        if pair in seen:
-            raise InputError(
-                path, at, f"a second row for batch_size {pair[0]:g} on {pair[1]:g} decode ranks"
-            )
-        seen.add(pair)
-        out.append(row)
-    total = sum(r["batch_size"] * r["decode_ranks"] for r in out)
+    out = pd.DataFrame([_row(path, f"rows[{i}]", r) for i, r in enumerate(rows)])
+    out = out.reindex(columns=list(ROW_KEYS))
+    twice = out.duplicated(["batch_size", "decode_ranks"])
+    if twice.any():
+        i = int(np.argmax(twice))
+        b, k = out.loc[i, "batch_size"], out.loc[i, "decode_ranks"]
+        raise InputError(path, f"rows[{i}]", f"a second row for batch_size {b} on {k} decode ranks")
+    total = int((out["batch_size"] * out["decode_ranks"]).sum())
     limits.bounded(total, "requests", path, "rows (batch_size x decode_ranks, summed)")
     return out
 
@@ -90,29 +89,17 @@ def _header(path: Path, data: Any) -> dict[str, Any]:
     if (version := data.get("schema_version")) not in SCHEMA_VERSIONS:
         known = ", ".join(map(str, SCHEMA_VERSIONS))
         raise InputError(path, "schema_version", f"{version!r} is not one of {known}")
-    unknown = sorted(set(data) - set(TOP_KEYS))
-    if unknown:
-        raise InputError(path, unknown[0], f"unknown key; known: {', '.join(TOP_KEYS)}")
-    head: dict[str, Any] = {"schema_version": data["schema_version"]}
-    for k in ("engine", "engine_version", "model", "command", "source", "date", "notes"):
-        head[k] = _text(path, k, data.get(k), required=k in ("engine", "engine_version", "model"))
-    hw = data.get("hardware")
-    if not isinstance(hw, dict):
-        raise InputError(path, "hardware", "must be an object with gpu_id and gpu_count")
-    head["gpu_id"] = _text(path, "hardware.gpu_id", hw.get("gpu_id"))
-    count = points.number(path, "hardware.gpu_count", hw.get("gpu_count"), integer=True)
-    limits.bounded(count, "gpus", path, "hardware.gpu_count")
-    head["gpu_count"] = int(count)
-    gen = data.get("generator")
+    _known(path, "", data, TOP_KEYS)
+    head = {k: points.cell(path, k, data.get(k), c) for k, c in HEAD_KEYS.items()}
+    head = {k: v if v is None else v.strip() for k, v in head.items()}
+    hw = points.mapping(path, "hardware", data.get("hardware"))
+    head["gpu_id"] = points.cell(path, "hardware.gpu_id", hw.get("gpu_id"), "text").strip()
+    count = points.cell(path, "hardware.gpu_count", hw.get("gpu_count"), "whole")
+    head["gpu_count"] = limits.bounded(count, "gpus", path, "hardware.gpu_count")
+    gen = head["generator"] = data.get("generator")
     if gen is not None and (not isinstance(gen, dict) or "name" not in gen or "seed" not in gen):
         raise InputError(path, "generator", "must be an object with name and seed")
-    head["generator"] = gen
-    return head
-
-
-def _ttft(r: dict[str, Any]) -> Any:
-    """A row's time to first token (s): ``prefill_s``, else ``total_s - decode_s``, else 0."""
-    return r.get("prefill_s", r["total_s"] - r["decode_s"] if "total_s" in r else 0.0)
+    return {**head, "schema_version": version}
 
 
 def offline_engine_frames(
@@ -122,43 +109,42 @@ def offline_engine_frames(
     ``<engine>-b<batch>[-r<ranks>]``."""
     path = Path(path)
     head = _header(path, data)
-    label = _text(path, "--engine", engine) if engine is not None else head["engine"]
-    assert label is not None  # required: _text refused None
+    label = head["engine"] if engine is None else points.cell(path, "--engine", engine, "text")
     rows = parse_rows(path, data.get("rows"))
-    b = head["batch_sizes"] = [int(r["batch_size"]) for r in rows]
-    ranks = head["decode_ranks"] = [int(r["decode_ranks"]) for r in rows]
-    pairs = list(zip(b, ranks, strict=True))
-    pids = [f"{label}-b{n}" + (f"-r{k}" if b.count(n) > 1 else "") for n, k in pairs]
-    each = [n * k for n, k in pairs]  # a row's identical requests
-    ttft = np.repeat([_ttft(r) for r in rows], each)
+    b, ranks = rows["batch_size"], rows["decode_ranks"]
+    head["batch_sizes"], head["decode_ranks"] = b.tolist(), ranks.tolist()
+    pid = label.strip() + "-b" + b.astype(str)
+    pid += np.where(b.duplicated(keep=False), "-r" + ranks.astype(str), "")
+    each = (b * ranks).to_numpy()  # a row's identical requests
+    ttft = rows["prefill_s"].fillna(rows["total_s"] - rows["decode_s"]).fillna(0.0)
+    rows = rows.assign(point_id=pid, ttft_s=ttft, e2el_s=ttft + rows["decode_s"])
+    per = rows.loc[rows.index.repeat(each)]
+    n = len(per)
     req = pd.DataFrame(
         {
-            "request_id": [f"{p}/{i}" for p, n in zip(pids, each, strict=True) for i in range(n)],
-            "point_id": np.repeat(pids, each).astype(object),
-            "engine": label,
+            "request_id": [f"{p}/{i}" for p, k in zip(pid, each, strict=True) for i in range(k)],
+            "point_id": per["point_id"].to_numpy(dtype=object),
+            "engine": label.strip(),
             "config": head["model"],
-            "batch_size": pd.array(np.repeat(b, each), dtype="Int64"),
-            "concurrency": pd.array([None] * sum(each), dtype="Int64"),
-            "decode_ranks": pd.array(np.repeat(ranks, each), dtype="Int64"),
-            "start_time_s": np.zeros(sum(each)),
-            "ttft_s": ttft,
-            "e2el_s": ttft + np.repeat([r["decode_s"] for r in rows], each),
-            "prompt_tokens": np.repeat([int(r["input_tokens"]) for r in rows], each),
-            "output_tokens": np.repeat([int(r["output_tokens"]) for r in rows], each),
-            "success": np.ones(sum(each), dtype=bool),
+            "batch_size": pd.array(per["batch_size"], dtype="Int64"),
+            "concurrency": pd.array([None] * n, dtype="Int64"),
+            "decode_ranks": pd.array(per["decode_ranks"], dtype="Int64"),
+            "start_time_s": np.zeros(n),
+            "ttft_s": per["ttft_s"].to_numpy(dtype=float),
+            "e2el_s": per["e2el_s"].to_numpy(dtype=float),
+            "prompt_tokens": per["input_tokens"].to_numpy(dtype=np.int64),
+            "output_tokens": per["output_tokens"].to_numpy(dtype=np.int64),
+            "success": np.ones(n, dtype=bool),
             "error": "",
         }
     )
     keys = ["point_id", "engine", "config", "batch_size", "concurrency", "decode_ranks"]
-    pts = (
-        req.drop_duplicates("point_id")[keys]
-        .reset_index(drop=True)
-        .assign(
-            window_start_s=0.0,
-            duration_s=[r.get("total_s", _ttft(r) + r["decode_s"]) for r in rows],
-            num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
-            source=path.name,
-        )
+    pts = req.drop_duplicates("point_id")[keys].reset_index(drop=True)
+    pts = pts.assign(
+        window_start_s=0.0,
+        duration_s=rows["total_s"].fillna(ttft + rows["decode_s"]).to_numpy(dtype=float),
+        num_gpus=pd.array([head["gpu_count"]] * len(rows), dtype="Int64"),
+        source=path.name,
     )
     itl = pd.DataFrame({"request_row": np.zeros(0, np.int64), "itl_s": np.zeros(0)})
     return traces.Trace({}, req, itl, pts), head

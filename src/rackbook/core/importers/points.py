@@ -103,45 +103,37 @@ def source_info(path: Path, url: str | None = None, date: str | None = None) -> 
     return {"file": path.name, "sha256": sha256, "url": url, **blob, "date": date}
 
 
-def number(
-    path: Path, field: str, value: Any, *, integer: bool = False, positive: bool = True
-) -> float:
-    """``value`` as a finite number (> 0 when ``positive``, else >= 0; whole when ``integer``)."""
-    if value is None:
-        raise InputError(path, field, "missing")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(path, field, f"not a number ({value!r})")
-    if not math.isfinite(value):
-        raise InputError(path, field, "non-finite value (NaN or infinite)")
-    if integer and float(value) % 1 != 0:
-        raise InputError(path, field, f"not an integer ({value!r})")
-    if positive and value <= 0:
-        raise InputError(path, field, f"must be > 0, got {value!r}")
-    if not positive and value < 0:
-        raise InputError(path, field, f"must be >= 0, got {value!r}")
-    return float(value)
-
-
-#: A :func:`text`'s shapes: the check and the problem when it fails.
+#: A :func:`cell`'s text shapes: the check and the problem when it fails.
 _SHAPES: dict[str, tuple[Callable[[str], Any], str]] = {
     "date": (schema.is_date, "is not a date YYYY-MM-DD"),
     "url": (schema.URL.match, "is not an http(s) link"),
 }
 
 
-def text(
-    path: Path, field: str, value: Any, *, optional: bool = False, shape: str | None = None
-) -> str | None:
-    """A non-empty string (None when absent and ``optional``) of ``shape`` ``date`` or ``url``."""
-    if value is None and optional:
+def cell(path: Path, field: str, value: Any, check: str) -> Any:
+    """``value`` checked as ``check``: ``text`` (non-empty), ``date``, ``url``, ``whole`` (an int
+    > 0), ``number`` (finite, > 0) or ``amount`` (>= 0); a trailing ``?``: None where absent."""
+    kind = check.rstrip("?")
+    if value is None and kind != check:
         return None
     if value is None:
         raise InputError(path, field, "missing")
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(path, field, f"must be a non-empty string, got {value!r}")
-    if shape is not None and not _SHAPES[shape][0](value):
-        raise InputError(path, field, f"{value!r} {_SHAPES[shape][1]}")
-    return value
+    if kind in ("text", *_SHAPES):
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(path, field, f"must be a non-empty string, got {value!r}")
+        if kind in _SHAPES and not _SHAPES[kind][0](value):
+            raise InputError(path, field, f"{value!r} {_SHAPES[kind][1]}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(path, field, f"not a number ({value!r})")
+    if not math.isfinite(value):
+        raise InputError(path, field, "non-finite value (NaN or infinite)")
+    if kind == "whole" and float(value) % 1 != 0:
+        raise InputError(path, field, f"not an integer ({value!r})")
+    if value < 0 or (value == 0 and kind != "amount"):
+        least = ">=" if kind == "amount" else ">"
+        raise InputError(path, field, f"must be {least} 0, got {value!r}")
+    return int(value) if kind == "whole" else float(value)
 
 
 def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
@@ -149,18 +141,6 @@ def mapping(path: Path, field: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(path, field, "missing" if value is None else "must be an object")
     return value
-
-
-def cell(path: Path, field: str, value: Any, check: str) -> Any:
-    """``value`` checked as ``check``: ``text``, ``date``, ``url``, ``whole`` (an int > 0),
-    ``number`` (> 0) or ``amount`` (>= 0); a trailing ``?``: None where absent."""
-    kind = check.rstrip("?")
-    if value is None and kind != check:
-        return None
-    if kind in ("text", *_SHAPES):
-        return text(path, field, value, shape=None if kind == "text" else kind)
-    got = number(path, field, value, integer=kind == "whole", positive=kind != "amount")
-    return int(got) if kind == "whole" else got
 
 
 def cells(

@@ -48,6 +48,11 @@ _SPEED = {
 }
 
 
+#: A cell's ``match`` keys and checks.
+_MATCH = {k: (k, "text") for k in ("hw", "variant", "quant")}
+_MATCH |= {k: (k, "text?") for k in ("strategy", "nodes")}
+
+
 def read_points(path: Path, options: importers.Options) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The points of the cells with speed numbers; the stubs skipped are counted."""
     pts, skipped = cookbook_points(path, options.source_url)
@@ -63,16 +68,8 @@ def cookbook_workload(path: Path, field: str, wl: Mapping[str, Any]) -> str:
     if dataset != "random":
         return "benchmark dataset"
     ratio = wl.get("range_ratio", wl.get("random_range_ratio", SGLANG_RANDOM_RANGE_RATIO))
-    ratio = points.number(path, f"{field}.workload.range_ratio", ratio, positive=False)
+    ratio = points.cell(path, f"{field}.workload.range_ratio", ratio, "amount")
     return "fixed lengths" if ratio >= 1 else "random lengths"
-
-
-def _cell_match(path: Path, f: str, cell: Any) -> dict[str, str | None]:
-    if not isinstance(cell, dict):
-        raise InputError(path, f, "must be an object")
-    match = points.mapping(path, f"{f}.match", cell.get("match"))
-    keys = {"hw": "text", "variant": "text", "quant": "text", "strategy": "text?", "nodes": "text?"}
-    return points.cells(path, f"{f}.match", match, {k: (k, c) for k, c in keys.items()})
 
 
 def _speed_row(
@@ -140,7 +137,10 @@ def cookbook_points(
     out, stubs = [], 0
     for i, cell in enumerate(cells):
         f = f"benchmarks[{i}]"
-        keys = _cell_match(path, f, cell)
+        if not isinstance(cell, dict):
+            raise InputError(path, f, "must be an object")
+        match = points.mapping(path, f"{f}.match", cell.get("match"))
+        keys = points.cells(path, f"{f}.match", match, _MATCH)
         speed = cell.get("speed")
         if speed is None:
             stubs += 1

@@ -4,7 +4,6 @@ one-point trace (the live recorder converts with :func:`vllm_bench_frames` too).
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pyarrow.compute as pc
 
 from rackbook import limits
 from rackbook.core import importers, provenance, traces
+from rackbook.core.importers import points
 from rackbook.core.vllm_json import RaggedGaps, load_detailed
 from rackbook.errors import InputError
 
@@ -95,14 +95,7 @@ def _duration(path: Path, d: Any) -> float:
     if missing:
         hint = " (rerun vllm bench serve with --save-detailed)" if "ttfts" in missing else ""
         raise InputError(path, missing[0], f"missing per-request array{hint}")
-    if "duration" not in d:
-        raise InputError(path, "duration", "missing")
-    dur = d["duration"]
-    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not math.isfinite(dur):
-        raise InputError(path, "duration", "must be a finite number of seconds")
-    if dur <= 0:
-        raise InputError(path, "duration", f"must be > 0 seconds, got {dur}")
-    return float(dur)
+    return points.cell(path, "duration", d.get("duration"), "number")
 
 
 def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
@@ -119,13 +112,10 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
         if d.get("start_times") is not None
         else np.full(n, np.nan)
     )
-    errors = d["errors"]
-    if not isinstance(errors, list) or len(errors) != n:
-        raise InputError(path, "errors", f"must be a list of {n} strings")
-    errs = ["" if e is None else str(e) for e in errors]
-    itls = d["itls"]
-    if not isinstance(itls, (list, RaggedGaps)) or len(itls) != n:
-        raise InputError(path, "itls", f"must be a list of {n} lists (one per request)")
+    for key, what in (("errors", "strings"), ("itls", "lists (one per request)")):
+        if not isinstance(d[key], (list, RaggedGaps)) or len(d[key]) != n:
+            raise InputError(path, key, f"must be a list of {n} {what}")
+    errs, itls = ["" if e is None else str(e) for e in d["errors"]], d["itls"]
     # vLLM marks success apart from the error text: a successful request took time or tokens
     success = np.array([e == "" for e in errs], dtype=bool) & (
         (lat > 0) | (cols["output_tokens"] > 0)
