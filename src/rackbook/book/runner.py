@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -22,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 import rackbook
 from rackbook import STOP_SIGNALS, paths
@@ -354,17 +355,6 @@ def results_folder(
     )
 
 
-def finite_json(obj: Any) -> Any:
-    """``obj`` with every NaN or infinite float (in dicts and lists) made None."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_json(v) for v in obj]
-    return obj
-
-
 def cli_list(args: argparse.Namespace) -> int:
     """``rackbook list``: each result, its claims and the latest readings of each."""
     from rackbook.book import report as numbers
@@ -385,8 +375,8 @@ def cli_list(args: argparse.Namespace) -> int:
             {"result": n, "readings": d["readings"] if d else None, "claims": c}
             for n, d, c in listing
         ]
-        doc = finite_json({"executed": str(out_dir), "results": results})
-        print(json.dumps(doc, default=str, allow_nan=False))
+        doc = {"executed": str(out_dir), "results": results}
+        print(orjson.dumps(doc, default=str).decode())  # NaN and infinities as null
         return 0
     for name, doc, claims in listing:
         print(f"{name}: {summary_line(doc) if doc else 'not run'}")
