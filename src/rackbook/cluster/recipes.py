@@ -292,10 +292,10 @@ def kubernetes_manifest(topo: Topology) -> str:
     return header(topo) + body
 
 
-#: The Slurm template: ``@@name`` is a value; a line starting ``@@?flag`` is kept (without
-#: that prefix) when ``flag`` holds.
+#: The Slurm template: ``@@name`` is a value; a line starting ``@@?flag`` (``@@?!flag``) is
+#: kept, without that prefix, when ``flag`` holds (does not).
 TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"
-_FLAG = re.compile(r"@@\?(\w+) ?")
+_FLAG = re.compile(r"@@\?(!?)(\w+) ?")
 
 
 class _Sbatch(Template):
@@ -346,19 +346,16 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
         "name": topo.name,
         "nodes": str(topo.total_nodes),
         "nodes_text": plural(topo.total_nodes, "node"),
-        "gpu": gpus,
         "gpus": gpus,
         "srun_gpus": f" --gpus-per-node={gpus}" if gpus else "",
         "time": s.time,
         "partition": s.partition or "",
         "account": s.account or "",
         "container": "yes" if s.container else "",
-        "host": "" if s.container else "yes",
         "where": ", in the container" if s.container else "",
         "image": topo.container.image,
         "hf_home": HF_HOME,
         "kv": "yes" if topo.kv_transfer is not None else "",
-        "no_kv": "" if topo.kv_transfer is not None else "yes",
         "side_channel_port": str(topo.kv_transfer.side_channel_port) if topo.kv_transfer else "",
         "timeout": str(topo.health.timeout_s),
         "interval": str(topo.health.interval_s),
@@ -370,7 +367,6 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
         "reference": ref or "",
         "reference_url": leader[ref] if ref else "",
         "record": shell_join(record_argv(topo)) if s.record is not None else "",
-        "serve": "" if s.record is not None else "yes",
     }
 
 
@@ -382,7 +378,7 @@ def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     lines: list[str] = []
     for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
         if m := _FLAG.match(line):
-            if not values[m.group(1)]:
+            if bool(values[m.group(2)]) == bool(m.group(1)):
                 continue
             line = line[m.end() :]
         lines.append(line)
@@ -503,73 +499,64 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     }
 
 
-def _decode_parity_note(values: dict[str, Any]) -> str:
-    ranks, b = values["decode_ranks"], values["batch_sizes"]
-    return (
-        f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
-        f"client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
-        f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
-        "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
-        "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
-        "deepinfer (book/rerun.md).\n"
-    )
-
-
-def _reference_note(topo: Topology) -> str:
+def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    """The comment lines under a params file's header: what its values mean on ``topo``."""
     ref = topo.reference_worker()
-    return (
-        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref or ''].gpus} on "
+    per_rank = f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank"
+    reference = (
+        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref].gpus} on "
         "one tray), outside the router.\n# On Slurm pass the address the job wrote: "
         "-p endpoint $(cat logs/JOBID/reference-endpoint)\n"
         if ref
         else ""
     )
+    if result == "decode-parity":
+        ranks, b = values["decode_ranks"], values["batch_sizes"]
+        return (
+            f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): "
+            f"the client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
+            f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
+            "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
+            "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
+            "deepinfer (book/rerun.md).\n"
+        )
+    if result == "prefill-gain":
+        return (
+            "# endpoint_a: the baseline, a second deployment of this recipe from the image of "
+            "the vLLM release\n# before the three prefill changes (the rerun card says which); "
+            "pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n"
+        )
+    if result == "context-latency" and "weight_gpus" in values:
+        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+        return reference + layout
+    if result in ("context-latency", "single-user"):
+        return reference
+    if result == "eplb-balance":
+        return per_rank + "; pass the decode leader's log with -p server_log FILE.\n"
+    if ref and values.get("source") == "trace":
+        return (
+            f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
+            f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind "
+            f"the router, counted as the rack's {topo.system_gpus} GPUs.\n"
+        )
+    serves = f"# The deployment serves on {topo.total_gpus} of the"
+    if topo.system.catalog_id is not None:
+        what = f"{serves} rack's {topo.system_gpus} GPUs; the claim counts the rack's, so "
+        what += "gpus_per_replica does too."
+    elif topo.gpu:
+        what = f"{serves} {topo.system_gpus} GPUs of {topo.system_label}; gpus_per_replica "
+        what += "counts them all."
+    else:
+        what = "# CPU nodes, no rack: gpus_per_replica counts the deployment's "
+        what += f"{units(topo, topo.total_gpus)}."
+    return f"{what}\n{per_rank}.\n"
 
 
 def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
-    ref = topo.reference_worker()
-    rack_note = (
-        f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
-        f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind the "
-        f"router, counted as the rack's {topo.system_gpus} GPUs.\n"
-        if ref and values.get("source") == "trace"
-        else ""
-    )
-    notes = {
-        "prefill-gain": "# endpoint_a: the baseline, a second deployment of this recipe from the "
-        "image of the vLLM release\n# before the three prefill changes (the rerun card says "
-        "which); pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n",
-        "context-latency": _reference_note(topo)
-        + (
-            "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
-            if "weight_gpus" in values
-            else ""
-        ),
-        "single-user": _reference_note(topo),
-        "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
-        "rack-scaling": rack_note
-        or (
-            f"# The deployment serves on {topo.total_gpus} of the rack's "
-            f"{topo.system_gpus} GPUs; the claim counts the rack's, "
-            "so gpus_per_replica does too.\n"
-            if topo.system.catalog_id is not None
-            else f"# The deployment serves on {topo.total_gpus} of the {topo.system_gpus} GPUs "
-            f"of {topo.system_label}; gpus_per_replica counts them all.\n"
-            if topo.gpu
-            else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
-            f"{units(topo, topo.total_gpus)}.\n"
-        )
-        + f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
-        "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
-        "pass the decode leader's log with -p server_log FILE.\n",
-    }
+    """A result's ``params/RESULT.yaml``: header, how to run it, :func:`_note`, the values."""
+    run = f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)"
     body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
-    return (
-        header(topo)
-        + f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)\n"
-        + notes.get(result, "")
-        + body
-    )
+    return f"{header(topo)}{run}\n{_note(topo, result, values)}{body}"
 
 
 #: Where ``rackbook recipes`` writes by default.
