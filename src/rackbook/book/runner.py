@@ -191,8 +191,6 @@ def execute_result(
     force: bool = False,
 ) -> tuple[Path, bool]:
     """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
-    from papermill.exceptions import PapermillExecutionError
-
     from rackbook.inputs.loader import display_path
 
     prep = prepare_run(result, source, parameters, out)
@@ -225,15 +223,6 @@ def execute_result(
         execute_notebook(
             nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
-    except PapermillExecutionError as exc:
-        _leave_nothing()
-        evalue = " ".join(str(exc.evalue).split())
-        log = write_log(result, "\n".join(exc.traceback))
-        why = f"{exc.ename}: {evalue} (the notebook's traceback: {log})"
-        raise InputError(display_path(nb), f"cell {exc.exec_count}", why) from None
-    except RuntimeError as exc:  # the runner itself failed (its log is named)
-        _leave_nothing()
-        raise InputError(display_path(nb), "-", str(exc)) from None
     except BaseException:
         _leave_nothing()
         raise
@@ -548,8 +537,10 @@ def execute_notebook(
     log_name: str,
     stage: Path | None = None,
 ) -> None:
-    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``);
-    raises InputError, PapermillExecutionError or RuntimeError naming the log."""
+    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``); a
+    failed cell or child raises InputError naming the cell and the log."""
+    from rackbook.inputs.loader import display_path
+
     stem = log_stem(log_name)
     log, spec, result, kernel_error = (
         Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
@@ -585,11 +576,13 @@ def execute_notebook(
             raise InputError(**json.loads(kernel_error.read_text(encoding="utf-8")))
         if result.is_file():
             failed = json.loads(result.read_text(encoding="utf-8"))
-            from papermill.exceptions import PapermillExecutionError
-
-            raise PapermillExecutionError(**failed)
+            evalue = " ".join(str(failed["evalue"]).split())
+            kept = write_log(log_name, "\n".join(failed["traceback"]))
+            why = f"{failed['ename']}: {evalue} (the notebook's traceback: {kept})"
+            raise InputError(display_path(nb), f"cell {failed['exec_count']}", why)
         if code != 0:
-            raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
+            why = f"notebook execution failed (exit code {code}); log: {log}"
+            raise InputError(display_path(nb), "-", why)
     finally:
         if term is not None:
             os.close(term)
@@ -660,8 +653,7 @@ def _child_main(spec_path: str) -> int:
             extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
         )
     except PapermillExecutionError as exc:
-        keys = ("cell_index", "exec_count", "source", "ename", "evalue", "traceback")
-        failed = {k: getattr(exc, k) for k in keys}
+        failed = {k: getattr(exc, k) for k in ("exec_count", "ename", "evalue", "traceback")}
         Path(spec["result"]).write_text(json.dumps(failed), encoding="utf-8")
         return 1
     return 0
