@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,17 +134,23 @@ def _wrap_json(flag: str, width: int) -> str:
     return "\n".join([*lines, line])
 
 
+def _fill(head: str, pieces: Iterable[str], width: int) -> str:
+    """``head`` then ``pieces`` over lines of at most ``width`` characters, each broken line
+    ending `` \\`` (a piece too long for a line: its JSON spread over lines)."""
+    lines, line = [], head
+    for p in pieces:
+        if len(line) + len(p) + 3 > width:
+            lines.append(line + " \\")
+            line = "  " + (_wrap_json(p, width - 2) if len(p) + 2 > width else p)
+        else:
+            line += " " + p
+    return "\n".join([*lines, line])
+
+
 def wrap(cmd: str, width: int = 88) -> str:
     """A shell command over lines of at most ``width`` characters, broken before `` --flag``."""
-    words = cmd.split(" --")
-    lines, line = [], words[0]
-    for w in words[1:]:
-        if len(line) + len(w) + 5 > width:
-            lines.append(line + " \\")
-            line = "  --" + (_wrap_json(w, width - 4) if len(w) + 4 > width else w)
-        else:
-            line += " --" + w
-    return "\n".join([*lines, line])
+    head, *flags = cmd.split(" --")
+    return _fill(head, ("--" + f for f in flags), width)
 
 
 def _text(v: Any) -> str:
@@ -294,16 +300,6 @@ def deployment() -> str:
     )
 
 
-def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
-    lines, line = [], " "
-    for pair in (f"-p {k} {v}" for k, v in flags.items()):
-        if len(line) + len(pair) + 3 > width:
-            lines.append(line + " \\")
-            line = " "
-        line += " " + pair
-    return "\n".join([*lines, line])
-
-
 def card(result: str) -> str:
     """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
     from rackbook.inputs import catalogs
@@ -340,7 +336,7 @@ def card(result: str) -> str:
         plan=record_parameters(topo) if result == "rack-scaling" else {},
         extra=EXTRA_ARGS.get(result, ()),
         wrap=lambda cmd: wrap(cmd, CODE_WIDTH),
-        wrap_flags=_wrap_flags,
+        wrap_flags=lambda f: _fill(" ", (f"-p {k} {v}" for k, v in f.items()), CODE_WIDTH),
         params_yaml=yaml_text,
         params=params[result],
         hit=figures.get(HIT_RATE_FIGURE),
