@@ -169,7 +169,7 @@ def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
     label, cs = list(_groups(cells).items())[first]
     heading = f"{title}\n({label}; the web page lets you switch)"
     y = "tokens/s per GPU (log)"
-    fig, ax = plotting.axes(x_title, y, heading, size=(6.4, 3.6), layout="constrained", log="y")
+    fig, ax = plotting.axes(x_title, y, heading, figsize=(6.4, 3.6), layout="constrained", log="y")
     ax.title.set_fontsize(9)
     xs = [c.x for c in cs]
     lo = [_num(c.low) or math.nan for c in cs]

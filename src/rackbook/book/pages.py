@@ -421,7 +421,7 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
 
     plotting.apply_style()
     x, y = "expected, held out (tok/s per GPU)", "measured (tok/s per GPU)"
-    fig, ax = plotting.axes(x, y, size=(plotting.MAX_WIDTH_IN, 4.6), log="xy")
+    fig, ax = plotting.axes(x, y, figsize=(plotting.MAX_WIDTH_IN, 4.6), log="xy")
     pts = rep["points"]
     lo = min(min(p["measured"], p["expected"]) for p in pts) / 2
     hi = max(max(p["measured"], p["expected"]) for p in pts) * 2

@@ -123,23 +123,16 @@ def ticks(spec: str) -> Any:
 
 
 def axes(
-    x: str,
-    y: str | None,
-    title: str | None = None,
-    *,
-    size: tuple[float, float] | None = None,
-    layout: str | None = None,
-    log: str = "",
-    base: float = 10,
-    fmt: str | None = None,
+    x: str, y: str | None, title: str | None = None, log: str = "", fmt: str = "", **kw: Any
 ) -> tuple[Any, Any]:
-    """A one-panel figure (``size`` in inches) labelled by :func:`label`; ``log``: the axes
-    (``x``, ``y``, ``xy``) on a log scale of ``base``, their ticks written with ``fmt``."""
+    """A one-panel figure (``kw``: ``pyplot.subplots``', e.g. ``figsize`` in inches) labelled
+    by :func:`label`; ``log``: the axes (``x``, ``y``, ``xy``) on a log scale, their ticks
+    written with format ``fmt``."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=size, layout=layout)
+    fig, ax = plt.subplots(**kw)
     for a in log:
-        getattr(ax, f"set_{a}scale")("log", base=base)
+        getattr(ax, f"set_{a}scale")("log")
         if fmt:
             getattr(ax, f"{a}axis").set_major_formatter(ticks(fmt))
     return fig, label(ax, x, y, title)

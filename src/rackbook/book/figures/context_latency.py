@@ -114,7 +114,7 @@ def implied_latency(a: Analysis) -> Figure:
         f"decode step at {a.lo:,} tokens (ms, log)",
         None,
         "The latency the two figures imply,\nagainst the step floor (modelled)",
-        size=(6.4, 2.4),
+        figsize=(6.4, 2.4),
         log="x",
         fmt="g",
     )

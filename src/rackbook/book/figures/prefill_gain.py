@@ -47,7 +47,7 @@ def gain_interval(a: Analysis) -> Figure:
     what = "" if a.testable else f"\n{a.serve_args('b')} over {a.serve_args('a')}"
     x = f"gain of {p.config_b} over {p.config_a}, {p.stat} new-token tok/s (%)"
     title = f"This run's gain ({_where(a)}){what}"
-    fig, ax = plotting.axes(x, None, title, size=(6.4, 2.2), layout="constrained")
+    fig, ax = plotting.axes(x, None, title, figsize=(6.4, 2.2), layout="constrained")
     ax.title.set_fontsize(plotting.SMALL_PT)
     ax.axvline(0, color="0.4", lw=0.8)
     ax.text(0, 0.55, " no gain", color="0.4", fontsize=plotting.SMALL_PT, va="center")

@@ -99,7 +99,7 @@ def readings(a: Analysis) -> Figure:
     rd = a.throughput
     heading = f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}"
     xl, yl = "computed tokens per GPU (tok/s, log)", "reading ('per GPU' as)"
-    fig, ax = plotting.axes(xl, yl, heading, size=(6.4, 4.6), layout="constrained", log="x")
+    fig, ax = plotting.axes(xl, yl, heading, figsize=(6.4, 4.6), layout="constrained", log="x")
     y = np.arange(len(rd))[::-1]
     for yi, r in zip(y, rd.itertuples(), strict=True):
         unknown = not np.isfinite(r.ratio)
@@ -185,7 +185,7 @@ def revenue(a: Analysis) -> Figure:
     rv = a.cost.revenue
     heading = "The dollar figure as token revenue, by throughput reading"
     xl, yl = "token revenue per GPU-hour (USD, log)", "reading (tok/s per GPU)"
-    fig, ax = plotting.axes(xl, yl, heading, size=(6.4, 3.8), layout="constrained", log="x")
+    fig, ax = plotting.axes(xl, yl, heading, figsize=(6.4, 3.8), layout="constrained", log="x")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
         span = [r.revenue_all_cached, r.revenue_all_uncached]

@@ -78,7 +78,7 @@ def step_budget(a: Analysis) -> Figure:
         "time of one decode step the claim implies (ms)",
         "decode mode (tokens per step)",
         "Where the claimed step time goes (modelled)",
-        size=(6.4, 3.6),
+        figsize=(6.4, 3.6),
         layout="constrained",
     )
     y = np.arange(len(fl))
