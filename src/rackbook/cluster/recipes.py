@@ -403,11 +403,9 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
         "gpus_per_node": topo.bench.gpus_per_node,
         "model": topo.model.hf_id,
         "catalog_model": topo.model.catalog_id,
-        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
-        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
     }
-    if not topo.disaggregated:
-        del out["prefill_gpus"], out["decode_gpus"]
+    for role in ("prefill", "decode") if topo.disaggregated else ():
+        out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
     return out
 
 
@@ -426,11 +424,8 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     ctx = reg.get("context-latency.delta").scope.context_tokens
     prefix = reg.get("prefill-gain.gain").scope.context_tokens
     # catalog ids only where the topology has them (a test model on CPU nodes has neither)
-    ids: dict[str, Any] = {}
-    if topo.model.catalog_id is not None:
-        ids["model_id"] = topo.model.catalog_id
-    if topo.gpu_id is not None:
-        ids["gpu_id"] = topo.gpu_id
+    known = {"model_id": topo.model.catalog_id, "gpu_id": topo.gpu_id}
+    ids: dict[str, Any] = {k: v for k, v in known.items() if v is not None}
     system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
     # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
     su_hw = reg.get("single-user.throughput").scope.hardware
