@@ -216,8 +216,6 @@ def execute_result(
     stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
-    # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
-    saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
         shown = sys.stderr.isatty() if progress is None else progress
         execute_notebook(
@@ -226,9 +224,6 @@ def execute_result(
     except BaseException:
         _leave_nothing()
         raise
-    finally:
-        if saved_backend is not None:
-            os.environ["MPLBACKEND"] = saved_backend
     try:
         if not (stage / headline.name).is_file():
             raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
@@ -558,6 +553,8 @@ def execute_notebook(
                 stdout=err,
                 stderr=subprocess.STDOUT,
                 pass_fds=(term,) if term is not None else (),
+                # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
+                env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
                 start_new_session=True,
                 preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
             )
