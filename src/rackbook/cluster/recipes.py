@@ -178,34 +178,23 @@ def _ready(topo: Topology, port: int) -> dict[str, Any]:
 
 
 def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "selector": selector,
-            "ports": [{"name": "http", "port": port, "targetPort": port}],
-        },
-    }
+    meta = {"name": name, "namespace": ns, "labels": labels}
+    spec = {"selector": selector, "ports": [{"name": "http", "port": port, "targetPort": port}]}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
     assert topo.kubernetes is not None
     w = topo.workers[worker]
     gpus = topo.system.gpus_per_node
-    env: list[dict[str, Any]] = [
-        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
-    ]
+    values = {"VLLM_HOST_IP": "$(POD_IP)"}
     if topo.kv_transfer is not None and w.role != "reference":
         port = str(topo.kv_transfer.side_channel_port)
-        env += [
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": port},
-        ]
-    env.append({"name": "HF_HOME", "value": HF_HOME})
+        values |= {"VLLM_NIXL_SIDE_CHANNEL_HOST": "$(POD_IP)", "VLLM_NIXL_SIDE_CHANNEL_PORT": port}
+    pod_ip = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     container = _container("vllm", topo, command)
-    container["env"] = env
+    container["env"] = [pod_ip, *({"name": k, "value": v} for k, v in values.items())]
+    container["env"].append({"name": "HF_HOME", "value": HF_HOME})
     if topo.gpu:
         n = {"nvidia.com/gpu": gpus}
         container["resources"] = {"requests": n, "limits": dict(n)}
@@ -256,16 +245,10 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
         "leaderworkerset.sigs.k8s.io/name": lws,
         "leaderworkerset.sigs.k8s.io/worker-index": "0",
     }
-    port = topo.workers[name].port
-    return [
-        {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
-            "kind": "LeaderWorkerSet",
-            "metadata": {"name": lws, "namespace": ns, "labels": labels},
-            "spec": spec,
-        },
-        _service(leader_service(topo, name), ns, labels, selector, port),
-    ]
+    kind = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
+    meta = {"name": lws, "namespace": ns, "labels": labels}
+    service = _service(leader_service(topo, name), ns, labels, selector, topo.workers[name].port)
+    return [{**kind, "metadata": meta, "spec": spec}, service]
 
 
 def kubernetes_manifest(topo: Topology) -> str:
