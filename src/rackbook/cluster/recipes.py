@@ -208,13 +208,9 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         startup = {**ready["readinessProbe"], "failureThreshold": tries}
         container |= {"ports": ready["ports"], "startupProbe": startup, **ready}
     pvc = {"claimName": topo.kubernetes.hf_cache_pvc}
-    return {
-        "containers": [container],
-        "volumes": [
-            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            {"name": "hf-cache", "persistentVolumeClaim": pvc},
-        ],
-    }
+    dshm = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    cache = {"name": "hf-cache", "persistentVolumeClaim": pvc}
+    return {"containers": [container], "volumes": [dshm, cache]}
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -234,17 +230,13 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
         rank = f'"$((LWS_WORKER_INDEX * {topo.system.gpus_per_node}))"'
         argv = serve_argv(topo, name, 1, leader='"$LWS_LEADER_ADDRESS"', start_rank=rank)
         template["leaderTemplate"] = leader_pod
-        template["workerTemplate"] = {
-            "metadata": {"labels": labels},
-            "spec": _pod_spec(topo, name, shell_join(argv), leader=False),
-        }
+        worker = _pod_spec(topo, name, shell_join(argv), leader=False)
+        template["workerTemplate"] = {"metadata": {"labels": labels}, "spec": worker}
     else:
         template["workerTemplate"] = leader_pod
     spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
-    selector = {
-        "leaderworkerset.sigs.k8s.io/name": lws,
-        "leaderworkerset.sigs.k8s.io/worker-index": "0",
-    }
+    key = "leaderworkerset.sigs.k8s.io"
+    selector = {f"{key}/name": lws, f"{key}/worker-index": "0"}
     kind = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
     meta = {"name": lws, "namespace": ns, "labels": labels}
     service = _service(leader_service(topo, name), ns, labels, selector, topo.workers[name].port)
