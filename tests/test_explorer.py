@@ -96,7 +96,7 @@ def test_the_grids_move_the_verdict_and_the_range(rack, single):
 
 
 def test_the_html_loads_no_script_from_the_network():
-    b = explorer.bundle(explorer.rack_grid()[:8], "x", "title")
+    b = explorer.bundle(explorer.rack_grid()[:8], "cached share (fraction)", "title")
     html = b["text/html"]
     assert "plotly-graph-div" in html
     assert not re.search(r"<script[^>]*\bsrc=", html)  # Plotly comes from the book's _static

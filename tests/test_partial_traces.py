@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 
-import matplotlib
+import matplotlib.pyplot
 import pytest
 
 from rackbook import paths

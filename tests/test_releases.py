@@ -13,12 +13,12 @@ from rackbook.inputs.claims import load_claims
 
 def test_citation_cff_is_this_version():
     cff = (paths.ROOT / "CITATION.cff").read_text(encoding="utf-8")
-    assert cff == releases.citation_cff()
+    assert cff == releases.citation("citation.cff.j2")
     assert f"version: {__version__}\n" in cff and "cff-version: 1.2.0" in cff
 
 
 def test_bibtex_on_the_landing_names_the_version_and_date():
-    md = releases.cite_markdown()
+    md = releases.citation()
     assert md.startswith(f":::{{dropdown}} Cite this book (version {__version__}, ")
     assert f"version = {{{__version__}}}," in md and "@software{rackbook_" in md
     assert "```{include} generated/cite.md" in (paths.ROOT / "book/intro.md").read_text()

@@ -207,21 +207,18 @@ def test_figures_get_alt_text_from_their_captions():
 
 def test_list_json_never_prints_nan(tmp_path, run_cli, monkeypatch) -> None:
     """Issue 38: `list --json` printed NaN (not JSON) for a reading without a value."""
-    from rackbook.book.runner import finite_json
     from rackbook.results import headline
 
-    assert finite_json({"a": [1.0, float("nan"), {"b": float("inf")}], "c": "x"}) == {
-        "a": [1.0, None, {"b": None}], "c": "x"}  # fmt: skip
     out = tmp_path / "o"
     out.mkdir()
     (out / "single-user.json").write_text("{}")
-    doc = {"readings": [{"value": float("nan"), "verdict": "untested"}]}
+    doc = {"readings": [{"value": float("nan"), "verdict": "untested", "x": [float("inf")]}]}
     monkeypatch.setattr(headline, "read_result", lambda _f: doc)
     code, printed, err = run_cli("list", "--json", "--out", str(out))
     assert code == 0, err
     got = json.loads(printed, parse_constant=lambda c: pytest.fail(f"{c} printed"))
     (su,) = [r for r in got["results"] if r["result"] == "single-user"]
-    assert su["readings"] == [{"value": None, "verdict": "untested"}]
+    assert su["readings"] == [{"value": None, "verdict": "untested", "x": [None]}]
 
 
 @pytest.mark.parametrize(
@@ -249,9 +246,8 @@ def test_an_ep_layout_the_trace_cannot_hold_is_refused_before_the_kernel(
 def test_an_input_error_in_a_cell_is_rebuilt_from_its_fields(tmp_path):
     """An InputError a cell raises reaches the runner as the same error, rebuilt from the file,
     field and problem the kernel wrote (a file name holding ": " included), not from its text;
-    another error stays papermill's."""
+    another error names the notebook, the cell, the exception and the traceback's log."""
     import nbformat
-    from papermill.exceptions import PapermillExecutionError
 
     from rackbook.book.runner import execute_notebook
     from rackbook.errors import InputError
@@ -267,6 +263,7 @@ def test_an_input_error_in_a_cell_is_rebuilt_from_its_fields(tmp_path):
     with pytest.raises(InputError) as exc:
         execute_notebook(notebook(raising), tmp_path / "out.ipynb", {}, tmp_path, False, "t")
     assert (exc.value.file, exc.value.field, exc.value.problem) == ("a: b.json", "x", "bad: 1")
-    with pytest.raises(PapermillExecutionError) as other:
+    with pytest.raises(InputError) as other:
         execute_notebook(notebook("1 / 0"), tmp_path / "out.ipynb", {}, tmp_path, False, "t")
-    assert other.value.ename == "ZeroDivisionError"
+    assert other.value.field == "cell 1" and other.value.file.endswith("nb.ipynb")
+    assert other.value.problem.startswith("ZeroDivisionError: division by zero (the notebook's")

@@ -225,10 +225,10 @@ def _short(text: object, width: int) -> str:
 
 def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The used points holding the lowest and highest value (all when none is finite)."""
-    finite = [r["value"] for r in used if _finite(r.get("value"))]
-    if not finite:
+    values = [r["value"] for r in used if finite(r.get("value"))]
+    if not values:
         return used
-    lo, hi = min(finite), max(finite)
+    lo, hi = min(values), max(values)
     ends: dict[float, dict[str, Any]] = {}
     for r in used:
         if r.get("value") in (lo, hi):
@@ -254,7 +254,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         system = _md_cell(", ".join(p for p in parts if p) or "not stated")
         value = r.get("value")
         shown = "-"
-        if _finite(value):
+        if finite(value):
             shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = "yes" if r["used"] else "no"
@@ -272,7 +272,8 @@ def headlines_box(outcome: Any) -> str:
     return render("chapter-boxes.md.j2", box="headlines", outcome=outcome)
 
 
-def _finite(x: Any) -> TypeGuard[float]:
+def finite(x: Any) -> TypeGuard[float]:
+    """A real number, neither NaN nor infinite."""
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 

@@ -164,8 +164,13 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
 def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
     import matplotlib.pyplot as plt
 
+    from rackbook.book import plotting
+
     label, cs = list(_groups(cells).items())[first]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    heading = f"{title}\n({label}; the web page lets you switch)"
+    y = "tokens/s per GPU (log)"
+    fig, ax = plotting.axes(x_title, y, heading, figsize=(6.4, 3.6), layout="constrained", log="y")
+    ax.title.set_fontsize(9)
     xs = [c.x for c in cs]
     lo = [_num(c.low) or math.nan for c in cs]
     hi = [_num(c.high) or math.nan for c in cs]
@@ -175,10 +180,6 @@ def _png(cells: list[Cell], x_title: str, title: str, first: int = 0) -> bytes:
     colours = [COLOURS.get(c.verdict, "0.5") for c in cs]
     claim = "the claim (blue possible, orange impossible)"
     ax.scatter(xs, [c.claimed for c in cs], c=colours, zorder=3, label=claim)
-    ax.set_yscale("log")
-    ax.set_xlabel(x_title)
-    ax.set_ylabel("tokens/s per GPU (log)")
-    ax.set_title(f"{title}\n({label}; the web page lets you switch)", fontsize=9)
     ax.legend(fontsize=7)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)

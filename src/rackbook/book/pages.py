@@ -420,7 +420,8 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
     import matplotlib.pyplot as plt
 
     plotting.apply_style()
-    fig, ax = plt.subplots(figsize=(plotting.MAX_WIDTH_IN, 4.6))
+    x, y = "expected, held out (tok/s per GPU)", "measured (tok/s per GPU)"
+    fig, ax = plotting.axes(x, y, figsize=(plotting.MAX_WIDTH_IN, 4.6), log="xy")
     pts = rep["points"]
     lo = min(min(p["measured"], p["expected"]) for p in pts) / 2
     hi = max(max(p["measured"], p["expected"]) for p in pts) * 2
@@ -433,11 +434,8 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
         colour = plotting.PALETTE[i % len(plotting.PALETTE)]
         xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
         ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    plotting.label(ax, "expected, held out (tok/s per GPU)", "measured (tok/s per GPU)")
     ax.legend(fontsize=plotting.SMALL_PT, loc="upper left", ncol=2)
     data = plotting.figure_png(fig)
     plt.close(fig)
@@ -474,8 +472,7 @@ def snapshot(executed: Path, version: str = __version__, date: str | None = None
             s = summarize(c, readings)
             verdicts = {r["reading"]: r["verdict"] for r in readings if r["claim_id"] == c.id}
             claims[c.id] = {"figure": c.value_text, "word": s.word, "grade": s.grade, **verdicts}
-    today = date or datetime.datetime.now(datetime.UTC).date().isoformat()
-    return {"version": version, "date": today, "claims": claims}
+    return {"version": version, "date": date or _today(), "claims": claims}
 
 
 def releases(folder: Path = RELEASES) -> list[dict]:
@@ -503,22 +500,14 @@ def changes_page(executed: Path, folder: Path = RELEASES) -> str:
     return render("changes.md.j2", rel=releases(folder), now=now, changes=_changes)
 
 
-def citation_cff(version: str = __version__, date: str | None = None) -> str:
-    """``CITATION.cff`` (Citation File Format 1.2.0) for this version of the book."""
-    when = date or _release_date(version)
-    return render("citation.cff.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
+def citation(template: str = "cite.md.j2", version: str = __version__) -> str:
+    """The landing's citation box (``cite.md.j2``: version, release date, BibTeX) or, with
+    ``citation.cff.j2``, ``CITATION.cff`` (Citation File Format 1.2.0)."""
+    when = next((str(r["date"]) for r in releases() if r["version"] == version), _today())
+    return render(template, title=TITLE, authors=AUTHORS, version=version, date=when)
 
 
-def cite_markdown(version: str = __version__) -> str:
-    """The landing page's citation box: version, release date and the BibTeX."""
-    when = _release_date(version)
-    return render("cite.md.j2", title=TITLE, authors=AUTHORS, version=version, date=when)
-
-
-def _release_date(version: str) -> str:
-    for r in releases():
-        if r["version"] == version:
-            return str(r["date"])
+def _today() -> str:
     return datetime.datetime.now(datetime.UTC).date().isoformat()
 
 
@@ -551,7 +540,7 @@ def generate(
             mine=mine,
         ),
         "changes.md": lambda: changes_page(executed),
-        "cite.md": cite_markdown,
+        "cite.md": citation,
         "trace-format.md": lambda: (
             "# The trace format\n\nGenerated from "
             "`rackbook.core.schema`.\n\n" + schema.markdown_reference()

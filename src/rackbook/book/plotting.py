@@ -99,15 +99,52 @@ def rendered_font_px(facts: dict[str, float], shown_width_px: float) -> float:
     return facts["min_pt"] / 72 * facts["dpi"] * shown_width_px / facts["width"]
 
 
-def label(ax: Any, x: str, y: str, title: str | None = None) -> Any:
-    """Label axes; ``x`` and ``y`` must carry units, e.g. ``"batch size (requests)"``."""
-    if "(" not in x or "(" not in y:
+def label(ax: Any, x: str, y: str | None, title: str | None = None) -> Any:
+    """Label axes; ``x`` and ``y`` must carry units, e.g. ``"batch size (requests)"``; ``y``
+    None: a panel without a y axis (no ticks, no horizontal grid)."""
+    if "(" not in x or (y is not None and "(" not in y):
         raise ValueError(f"axis labels need units in parentheses: {x!r}, {y!r}")
     ax.set_xlabel(x)
-    ax.set_ylabel(y)
+    if y is None:
+        ax.set_yticks([])
+        ax.grid(axis="y", visible=False)
+    else:
+        ax.set_ylabel(y)
     if title:
         ax.set_title(title)
     return ax
+
+
+def ticks(spec: str) -> Any:
+    """A tick formatter writing values with format ``spec`` (``g``: 0.5, 2, 100)."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: format(v, spec))
+
+
+def axes(
+    x: str, y: str | None, title: str | None = None, log: str = "", fmt: str = "", **kw: Any
+) -> tuple[Any, Any]:
+    """A one-panel figure (``kw``: ``pyplot.subplots``', e.g. ``figsize`` in inches) labelled
+    by :func:`label`; ``log``: the axes (``x``, ``y``, ``xy``) on a log scale, their ticks
+    written with format ``fmt``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(**kw)
+    for a in log:
+        getattr(ax, f"set_{a}scale")("log")
+        if fmt:
+            getattr(ax, f"{a}axis").set_major_formatter(ticks(fmt))
+    return fig, label(ax, x, y, title)
+
+
+def legend(where: Any, below: float | None = None, *args: Any, **kw: Any) -> Any:
+    """A legend under the axes (``below``: its top in axes fraction) or, for a figure,
+    under the panels; one column unless ``ncols``."""
+    kw.setdefault("ncols", 1)
+    if below is not None:
+        return where.legend(*args, loc="upper center", bbox_to_anchor=(0.5, below), **kw)
+    return where.legend(*args, loc="outside lower center", **kw)
 
 
 def note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kw: Any) -> Any:

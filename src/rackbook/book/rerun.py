@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,17 +134,23 @@ def _wrap_json(flag: str, width: int) -> str:
     return "\n".join([*lines, line])
 
 
+def _fill(head: str, pieces: Iterable[str], width: int) -> str:
+    """``head`` then ``pieces`` over lines of at most ``width`` characters, each broken line
+    ending `` \\`` (a piece too long for a line: its JSON spread over lines)."""
+    lines, line = [], head
+    for p in pieces:
+        if len(line) + len(p) + 3 > width:
+            lines.append(line + " \\")
+            line = "  " + (_wrap_json(p, width - 2) if len(p) + 2 > width else p)
+        else:
+            line += " " + p
+    return "\n".join([*lines, line])
+
+
 def wrap(cmd: str, width: int = 88) -> str:
     """A shell command over lines of at most ``width`` characters, broken before `` --flag``."""
-    words = cmd.split(" --")
-    lines, line = [], words[0]
-    for w in words[1:]:
-        if len(line) + len(w) + 5 > width:
-            lines.append(line + " \\")
-            line = "  --" + (_wrap_json(w, width - 4) if len(w) + 4 > width else w)
-        else:
-            line += " --" + w
-    return "\n".join([*lines, line])
+    head, *flags = cmd.split(" --")
+    return _fill(head, ("--" + f for f in flags), width)
 
 
 def _text(v: Any) -> str:
@@ -181,45 +187,33 @@ def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
 
 @dataclass(frozen=True)
 class Hold:
-    """A command's deployments and GPUs; ``per_config``: config -> (GPUs, prefill GPUs)."""
+    """A command's deployments and GPUs; ``per_config``: config -> (GPUs, prefill GPUs);
+    ``where`` it measures: ``both`` (rack and reference worker), ``reference``, ``node`` (one
+    node of the claim's GPUs, no reference worker) or ``routed``."""
 
     gpus: int
     deployments: int
     serving: int
     prefill: int
+    where: str = "routed"
     per_config: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-
-
-def _prefill_gpus(topo: Any) -> int:
-    return sum(topo.workers[n].gpus for n in topo.role_workers("prefill")) or topo.routed_gpus
-
-
-def where(result: str, topo: Any) -> str:
-    """What a result's command measures: ``both`` (rack and reference worker), ``reference``,
-    ``node`` (one node of the claim's GPUs, no reference worker) or ``routed``."""
-    ref = topo.reference_worker()
-    if result == "rack-scaling" and ref:
-        return "both"
-    if result in ("context-latency", "single-user") and ref:
-        return "reference"
-    return "node" if result == "single-user" else "routed"
 
 
 def holding(result: str, topo: Any) -> Hold:
     """The deployments a result's command holds on ``topo``."""
     from rackbook.inputs.claims import load_claims
 
-    routed, prefill = topo.routed_gpus, _prefill_gpus(topo)
-    ref, kind = topo.reference_worker(), where(result, topo)
+    routed, ref = topo.routed_gpus, topo.reference_worker()
+    prefill = sum(topo.workers[n].gpus for n in topo.role_workers("prefill")) or routed
     one = topo.workers[ref].gpus if ref else 0
-    if kind == "both":
+    if result == "rack-scaling" and ref:
         per = {"1x": (one, one), "rack": (routed, prefill)}
-        return Hold(routed + one, 2, routed, prefill, per)
-    if kind == "reference":
-        return Hold(one, 1, one, one)
-    if kind == "node":
+        return Hold(routed + one, 2, routed, prefill, "both", per)
+    if result in ("context-latency", "single-user") and ref:
+        return Hold(one, 1, one, one, "reference")
+    if result == "single-user":
         n = load_claims().get("single-user.throughput").scope.gpu_count or 4
-        return Hold(n, 1, n, n)
+        return Hold(n, 1, n, n, "node")
     deployments = 2 if result == "prefill-gain" else 1
     return Hold(routed * deployments, deployments, routed, prefill)
 
@@ -260,13 +254,10 @@ def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     out = []
     for r in paths.RESULTS:
         h = holding(r, topo)
-        full = {**params[r], **dict(EXTRA_ARGS.get(r, ())), **_plan(r, topo)}
+        plan = record_parameters(topo) if r == "rack-scaling" else {}
+        full = {**params[r], **dict(EXTRA_ARGS.get(r, ())), **plan}
         out.append((r, h, sweep(r, full, h)))
     return out
-
-
-def _plan(result: str, topo: Any) -> dict[str, Any]:
-    return record_parameters(topo) if result == "rack-scaling" else {}
 
 
 def _rates() -> dict[str, Any]:
@@ -309,16 +300,6 @@ def deployment() -> str:
     )
 
 
-def _wrap_flags(flags: dict[str, Any], width: int = CODE_WIDTH) -> str:
-    lines, line = [], " "
-    for pair in (f"-p {k} {v}" for k, v in flags.items()):
-        if len(line) + len(pair) + 3 > width:
-            lines.append(line + " \\")
-            line = " "
-        line += " " + pair
-    return "\n".join([*lines, line])
-
-
 def card(result: str) -> str:
     """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
     from rackbook.inputs import catalogs
@@ -328,7 +309,7 @@ def card(result: str) -> str:
     topo: Any = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
     params = recipes.params_files(topo)
-    ref, kind = topo.reference_worker(), where(result, topo)
+    ref, kind = topo.reference_worker(), h.where
     behind = {
         "node": f'"{h.serving} x NVIDIA B300"',
         "reference": f'"{h.serving} x NVIDIA {catalogs.gpu(topo.gpu_id or "").label}"',
@@ -352,10 +333,10 @@ def card(result: str) -> str:
         gpus_behind=behind.get(kind, "logs/JOBID/gpus.csv"),
         generated=recipes.DEFAULT_OUTPUT,
         rack_trace=recipes.RACK_TRACE,
-        plan=_plan(result, topo),
+        plan=record_parameters(topo) if result == "rack-scaling" else {},
         extra=EXTRA_ARGS.get(result, ()),
         wrap=lambda cmd: wrap(cmd, CODE_WIDTH),
-        wrap_flags=_wrap_flags,
+        wrap_flags=lambda f: _fill(" ", (f"-p {k} {v}" for k, v in f.items()), CODE_WIDTH),
         params_yaml=yaml_text,
         params=params[result],
         hit=figures.get(HIT_RATE_FIGURE),

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -22,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 import rackbook
 from rackbook import STOP_SIGNALS, paths
@@ -190,8 +191,6 @@ def execute_result(
     force: bool = False,
 ) -> tuple[Path, bool]:
     """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
-    from papermill.exceptions import PapermillExecutionError
-
     from rackbook.inputs.loader import display_path
 
     prep = prepare_run(result, source, parameters, out)
@@ -217,28 +216,14 @@ def execute_result(
     stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
-    # The kernel must draw inline: MPLBACKEND=Agg would leave every chapter without figures.
-    saved_backend = os.environ.pop("MPLBACKEND", None)
     try:
         shown = sys.stderr.isatty() if progress is None else progress
         execute_notebook(
             nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
-    except PapermillExecutionError as exc:
-        _leave_nothing()
-        evalue = " ".join(str(exc.evalue).split())
-        log = write_log(result, "\n".join(exc.traceback))
-        why = f"{exc.ename}: {evalue} (the notebook's traceback: {log})"
-        raise InputError(display_path(nb), f"cell {exc.exec_count}", why) from None
-    except RuntimeError as exc:  # the runner itself failed (its log is named)
-        _leave_nothing()
-        raise InputError(display_path(nb), "-", str(exc)) from None
     except BaseException:
         _leave_nothing()
         raise
-    finally:
-        if saved_backend is not None:
-            os.environ["MPLBACKEND"] = saved_backend
     try:
         if not (stage / headline.name).is_file():
             raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
@@ -354,17 +339,6 @@ def results_folder(
     )
 
 
-def finite_json(obj: Any) -> Any:
-    """``obj`` with every NaN or infinite float (in dicts and lists) made None."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_json(v) for v in obj]
-    return obj
-
-
 def cli_list(args: argparse.Namespace) -> int:
     """``rackbook list``: each result, its claims and the latest readings of each."""
     from rackbook.book import report as numbers
@@ -385,8 +359,8 @@ def cli_list(args: argparse.Namespace) -> int:
             {"result": n, "readings": d["readings"] if d else None, "claims": c}
             for n, d, c in listing
         ]
-        doc = finite_json({"executed": str(out_dir), "results": results})
-        print(json.dumps(doc, default=str, allow_nan=False))
+        doc = {"executed": str(out_dir), "results": results}
+        print(orjson.dumps(doc, default=str).decode())  # NaN and infinities as null
         return 0
     for name, doc, claims in listing:
         print(f"{name}: {summary_line(doc) if doc else 'not run'}")
@@ -558,8 +532,10 @@ def execute_notebook(
     log_name: str,
     stage: Path | None = None,
 ) -> None:
-    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``);
-    raises InputError, PapermillExecutionError or RuntimeError naming the log."""
+    """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``); a
+    failed cell or child raises InputError naming the cell and the log."""
+    from rackbook.inputs.loader import display_path
+
     stem = log_stem(log_name)
     log, spec, result, kernel_error = (
         Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
@@ -577,6 +553,8 @@ def execute_notebook(
                 stdout=err,
                 stderr=subprocess.STDOUT,
                 pass_fds=(term,) if term is not None else (),
+                # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
+                env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
                 start_new_session=True,
                 preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
             )
@@ -595,11 +573,13 @@ def execute_notebook(
             raise InputError(**json.loads(kernel_error.read_text(encoding="utf-8")))
         if result.is_file():
             failed = json.loads(result.read_text(encoding="utf-8"))
-            from papermill.exceptions import PapermillExecutionError
-
-            raise PapermillExecutionError(**failed)
+            evalue = " ".join(str(failed["evalue"]).split())
+            kept = write_log(log_name, "\n".join(failed["traceback"]))
+            why = f"{failed['ename']}: {evalue} (the notebook's traceback: {kept})"
+            raise InputError(display_path(nb), f"cell {failed['exec_count']}", why)
         if code != 0:
-            raise RuntimeError(f"notebook execution failed (exit code {code}); log: {log}")
+            why = f"notebook execution failed (exit code {code}); log: {log}"
+            raise InputError(display_path(nb), "-", why)
     finally:
         if term is not None:
             os.close(term)
@@ -670,8 +650,7 @@ def _child_main(spec_path: str) -> int:
             extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
         )
     except PapermillExecutionError as exc:
-        keys = ("cell_index", "exec_count", "source", "ename", "evalue", "traceback")
-        failed = {k: getattr(exc, k) for k in keys}
+        failed = {k: getattr(exc, k) for k in ("exec_count", "ename", "evalue", "traceback")}
         Path(spec["result"]).write_text(json.dumps(failed), encoding="utf-8")
         return 1
     return 0

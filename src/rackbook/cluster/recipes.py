@@ -178,34 +178,23 @@ def _ready(topo: Topology, port: int) -> dict[str, Any]:
 
 
 def _service(name: str, ns: str, labels: dict, selector: dict, port: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "selector": selector,
-            "ports": [{"name": "http", "port": port, "targetPort": port}],
-        },
-    }
+    meta = {"name": name, "namespace": ns, "labels": labels}
+    spec = {"selector": selector, "ports": [{"name": "http", "port": port, "targetPort": port}]}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
 
 
 def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dict[str, Any]:
     assert topo.kubernetes is not None
     w = topo.workers[worker]
     gpus = topo.system.gpus_per_node
-    env: list[dict[str, Any]] = [
-        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": "VLLM_HOST_IP", "value": "$(POD_IP)"},
-    ]
+    values = {"VLLM_HOST_IP": "$(POD_IP)"}
     if topo.kv_transfer is not None and w.role != "reference":
         port = str(topo.kv_transfer.side_channel_port)
-        env += [
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "$(POD_IP)"},
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": port},
-        ]
-    env.append({"name": "HF_HOME", "value": HF_HOME})
+        values |= {"VLLM_NIXL_SIDE_CHANNEL_HOST": "$(POD_IP)", "VLLM_NIXL_SIDE_CHANNEL_PORT": port}
+    pod_ip = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     container = _container("vllm", topo, command)
-    container["env"] = env
+    container["env"] = [pod_ip, *({"name": k, "value": v} for k, v in values.items())]
+    container["env"].append({"name": "HF_HOME", "value": HF_HOME})
     if topo.gpu:
         n = {"nvidia.com/gpu": gpus}
         container["resources"] = {"requests": n, "limits": dict(n)}
@@ -219,13 +208,9 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         startup = {**ready["readinessProbe"], "failureThreshold": tries}
         container |= {"ports": ready["ports"], "startupProbe": startup, **ready}
     pvc = {"claimName": topo.kubernetes.hf_cache_pvc}
-    return {
-        "containers": [container],
-        "volumes": [
-            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-            {"name": "hf-cache", "persistentVolumeClaim": pvc},
-        ],
-    }
+    dshm = {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    cache = {"name": "hf-cache", "persistentVolumeClaim": pvc}
+    return {"containers": [container], "volumes": [dshm, cache]}
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -245,27 +230,17 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
         rank = f'"$((LWS_WORKER_INDEX * {topo.system.gpus_per_node}))"'
         argv = serve_argv(topo, name, 1, leader='"$LWS_LEADER_ADDRESS"', start_rank=rank)
         template["leaderTemplate"] = leader_pod
-        template["workerTemplate"] = {
-            "metadata": {"labels": labels},
-            "spec": _pod_spec(topo, name, shell_join(argv), leader=False),
-        }
+        worker = _pod_spec(topo, name, shell_join(argv), leader=False)
+        template["workerTemplate"] = {"metadata": {"labels": labels}, "spec": worker}
     else:
         template["workerTemplate"] = leader_pod
     spec = {"replicas": 1, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": template}
-    selector = {
-        "leaderworkerset.sigs.k8s.io/name": lws,
-        "leaderworkerset.sigs.k8s.io/worker-index": "0",
-    }
-    port = topo.workers[name].port
-    return [
-        {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
-            "kind": "LeaderWorkerSet",
-            "metadata": {"name": lws, "namespace": ns, "labels": labels},
-            "spec": spec,
-        },
-        _service(leader_service(topo, name), ns, labels, selector, port),
-    ]
+    key = "leaderworkerset.sigs.k8s.io"
+    selector = {f"{key}/name": lws, f"{key}/worker-index": "0"}
+    kind = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
+    meta = {"name": lws, "namespace": ns, "labels": labels}
+    service = _service(leader_service(topo, name), ns, labels, selector, topo.workers[name].port)
+    return [{**kind, "metadata": meta, "spec": spec}, service]
 
 
 def kubernetes_manifest(topo: Topology) -> str:
@@ -292,10 +267,10 @@ def kubernetes_manifest(topo: Topology) -> str:
     return header(topo) + body
 
 
-#: The Slurm template: ``@@name`` is a value; a line starting ``@@?flag`` is kept (without
-#: that prefix) when ``flag`` holds.
+#: The Slurm template: ``@@name`` is a value; a line starting ``@@?flag`` (``@@?!flag``) is
+#: kept, without that prefix, when ``flag`` holds (does not).
 TEMPLATE = paths.ROOT / "env" / "cluster" / "slurm.sbatch.in"
-_FLAG = re.compile(r"@@\?(\w+) ?")
+_FLAG = re.compile(r"@@\?(!?)(\w+) ?")
 
 
 class _Sbatch(Template):
@@ -346,19 +321,16 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
         "name": topo.name,
         "nodes": str(topo.total_nodes),
         "nodes_text": plural(topo.total_nodes, "node"),
-        "gpu": gpus,
         "gpus": gpus,
         "srun_gpus": f" --gpus-per-node={gpus}" if gpus else "",
         "time": s.time,
         "partition": s.partition or "",
         "account": s.account or "",
         "container": "yes" if s.container else "",
-        "host": "" if s.container else "yes",
         "where": ", in the container" if s.container else "",
         "image": topo.container.image,
         "hf_home": HF_HOME,
         "kv": "yes" if topo.kv_transfer is not None else "",
-        "no_kv": "" if topo.kv_transfer is not None else "yes",
         "side_channel_port": str(topo.kv_transfer.side_channel_port) if topo.kv_transfer else "",
         "timeout": str(topo.health.timeout_s),
         "interval": str(topo.health.interval_s),
@@ -370,7 +342,6 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
         "reference": ref or "",
         "reference_url": leader[ref] if ref else "",
         "record": shell_join(record_argv(topo)) if s.record is not None else "",
-        "serve": "" if s.record is not None else "yes",
     }
 
 
@@ -382,7 +353,7 @@ def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     lines: list[str] = []
     for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
         if m := _FLAG.match(line):
-            if not values[m.group(1)]:
+            if bool(values[m.group(2)]) == bool(m.group(1)):
                 continue
             line = line[m.end() :]
         lines.append(line)
@@ -407,11 +378,9 @@ def notebook_parameters(topo: Topology) -> dict[str, Any]:
         "gpus_per_node": topo.bench.gpus_per_node,
         "model": topo.model.hf_id,
         "catalog_model": topo.model.catalog_id,
-        "prefill_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("prefill")),
-        "decode_gpus": sum(topo.workers[n].gpus for n in topo.role_workers("decode")),
     }
-    if not topo.disaggregated:
-        del out["prefill_gpus"], out["decode_gpus"]
+    for role in ("prefill", "decode") if topo.disaggregated else ():
+        out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
     return out
 
 
@@ -430,11 +399,8 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     ctx = reg.get("context-latency.delta").scope.context_tokens
     prefix = reg.get("prefill-gain.gain").scope.context_tokens
     # catalog ids only where the topology has them (a test model on CPU nodes has neither)
-    ids: dict[str, Any] = {}
-    if topo.model.catalog_id is not None:
-        ids["model_id"] = topo.model.catalog_id
-    if topo.gpu_id is not None:
-        ids["gpu_id"] = topo.gpu_id
+    known = {"model_id": topo.model.catalog_id, "gpu_id": topo.gpu_id}
+    ids: dict[str, Any] = {k: v for k, v in known.items() if v is not None}
     system_id = {"system_id": topo.system.catalog_id} if topo.system.catalog_id else {}
     # the single-user claim is on its own GPU (4 B300), not the rack's: its floor reads that one
     su_hw = reg.get("single-user.throughput").scope.hardware
@@ -503,73 +469,64 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     }
 
 
-def _decode_parity_note(values: dict[str, Any]) -> str:
-    ranks, b = values["decode_ranks"], values["batch_sizes"]
-    return (
-        f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): the "
-        f"client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
-        f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
-        "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
-        "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
-        "deepinfer (book/rerun.md).\n"
-    )
-
-
-def _reference_note(topo: Topology) -> str:
+def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
+    """The comment lines under a params file's header: what its values mean on ``topo``."""
     ref = topo.reference_worker()
-    return (
-        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref or ''].gpus} on "
+    per_rank = f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank"
+    reference = (
+        f"# endpoint: the one-node reference worker ({ref}, DEP{topo.workers[ref].gpus} on "
         "one tray), outside the router.\n# On Slurm pass the address the job wrote: "
         "-p endpoint $(cat logs/JOBID/reference-endpoint)\n"
         if ref
         else ""
     )
+    if result == "decode-parity":
+        ranks, b = values["decode_ranks"], values["batch_sizes"]
+        return (
+            f"# batch_sizes are per decode rank; decode_ranks is the decode pool (DEP{ranks}): "
+            f"the client runs at concurrency\n# batch x decode_ranks = {min(b) * ranks:,} to "
+            f"{max(b) * ranks:,} requests in flight, num_prompts scaled likewise.\n"
+            "# Engine B (DeepInfer's offline benchmark) is imported separately: rackbook import "
+            "offline-engine FILE -o DIR_B,\n# then -p trace DIR_A -p trace_b DIR_B -p engine_b "
+            "deepinfer (book/rerun.md).\n"
+        )
+    if result == "prefill-gain":
+        return (
+            "# endpoint_a: the baseline, a second deployment of this recipe from the image of "
+            "the vLLM release\n# before the three prefill changes (the rerun card says which); "
+            "pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n"
+        )
+    if result == "context-latency" and "weight_gpus" in values:
+        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+        return reference + layout
+    if result in ("context-latency", "single-user"):
+        return reference
+    if result == "eplb-balance":
+        return per_rank + "; pass the decode leader's log with -p server_log FILE.\n"
+    if ref and values.get("source") == "trace":
+        return (
+            f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
+            f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind "
+            f"the router, counted as the rack's {topo.system_gpus} GPUs.\n"
+        )
+    serves = f"# The deployment serves on {topo.total_gpus} of the"
+    if topo.system.catalog_id is not None:
+        what = f"{serves} rack's {topo.system_gpus} GPUs; the claim counts the rack's, so "
+        what += "gpus_per_replica does too."
+    elif topo.gpu:
+        what = f"{serves} {topo.system_gpus} GPUs of {topo.system_label}; gpus_per_replica "
+        what += "counts them all."
+    else:
+        what = "# CPU nodes, no rack: gpus_per_replica counts the deployment's "
+        what += f"{units(topo, topo.total_gpus)}."
+    return f"{what}\n{per_rank}.\n"
 
 
 def params_yaml(topo: Topology, result: str, values: dict[str, Any]) -> str:
-    ref = topo.reference_worker()
-    rack_note = (
-        f"# Reads the trace the rerun card records with `rackbook record rack-scaling -o "
-        f"{RACK_TRACE}`:\n# config 1x on the reference worker ({ref}), config rack behind the "
-        f"router, counted as the rack's {topo.system_gpus} GPUs.\n"
-        if ref and values.get("source") == "trace"
-        else ""
-    )
-    notes = {
-        "prefill-gain": "# endpoint_a: the baseline, a second deployment of this recipe from the "
-        "image of the vLLM release\n# before the three prefill changes (the rerun card says "
-        "which); pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n",
-        "context-latency": _reference_note(topo)
-        + (
-            "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
-            if "weight_gpus" in values
-            else ""
-        ),
-        "single-user": _reference_note(topo),
-        "decode-parity": _decode_parity_note(values) if result == "decode-parity" else "",
-        "rack-scaling": rack_note
-        or (
-            f"# The deployment serves on {topo.total_gpus} of the rack's "
-            f"{topo.system_gpus} GPUs; the claim counts the rack's, "
-            "so gpus_per_replica does too.\n"
-            if topo.system.catalog_id is not None
-            else f"# The deployment serves on {topo.total_gpus} of the {topo.system_gpus} GPUs "
-            f"of {topo.system_label}; gpus_per_replica counts them all.\n"
-            if topo.gpu
-            else f"# CPU nodes, no rack: gpus_per_replica counts the deployment's "
-            f"{units(topo, topo.total_gpus)}.\n"
-        )
-        + f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank.\n",
-        "eplb-balance": f"# concurrency: {STREAMS_PER_RANK} requests in flight per decode rank; "
-        "pass the decode leader's log with -p server_log FILE.\n",
-    }
+    """A result's ``params/RESULT.yaml``: header, how to run it, :func:`_note`, the values."""
+    run = f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)"
     body = yaml.safe_dump(values, sort_keys=False, default_flow_style=None, width=1000)
-    return (
-        header(topo)
-        + f"# rackbook run {result} --params-file params/{result}.yaml  (-p NAME VALUE overrides)\n"
-        + notes.get(result, "")
-        + body
-    )
+    return f"{header(topo)}{run}\n{_note(topo, result, values)}{body}"
 
 
 #: Where ``rackbook recipes`` writes by default.

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -17,14 +15,14 @@ _LINES = ["-", "--", ":"]
 
 def kv_per_sequence(a: Analysis) -> Figure:
     """Global KV of one sequence (GB) against context, per KV dtype, the claimed pair marked."""
-    fig, ax = plt.subplots()
+    heading = "Global KV cache of one sequence against context length"
+    x, y = "context (thousand tokens)", "global KV per sequence (GB)"
+    fig, ax = plotting.axes(x, y, heading)
     for i, d in enumerate(catalogs.PRECISIONS):
         t = a.memory[d]
+        label = f"{d}: {a.kv_bytes[d].bytes_per_token} B/token"
         ax.plot(
-            t["context_tokens"] / 1e3,
-            t["kv_bytes_per_sequence"] / 1e9,
-            ls=_LINES[i],
-            label=f"{d}: {a.kv_bytes[d].bytes_per_token} B/token",
+            t["context_tokens"] / 1e3, t["kv_bytes_per_sequence"] / 1e9, ls=_LINES[i], label=label
         )
     for c in (a.lo, a.hi):
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
@@ -32,15 +30,15 @@ def kv_per_sequence(a: Analysis) -> Figure:
         ax.plot([c / 1e3], [y], "o", color=plotting.PALETTE[0])
         note = f"{c / 1e3:,.0f}k: {y * 1e3:,.0f} MB"
         plotting.note(ax, note, (c / 1e3, y), (6, 6), fontsize=plotting.TEXT_PT)
-    heading = "Global KV cache of one sequence against context length"
-    plotting.label(ax, "context (thousand tokens)", "global KV per sequence (GB)", heading)
     ax.legend(loc="upper left")
     return fig
 
 
 def sequences_per_gpu(a: Analysis) -> Figure:
     """Sequences whose KV fits on one GPU after the weights (log) against context, per dtype."""
-    fig, ax = plt.subplots()
+    heading = f"Sequences per GPU ({a.hw.id.upper()}) after the weights"
+    x, y = "context (thousand tokens)", "KV fits per GPU (sequences, log)"
+    fig, ax = plotting.axes(x, y, heading, log="y")
     for i, d in enumerate(catalogs.PRECISIONS):
         t = a.memory[d]
         ax.plot(t["context_tokens"] / 1e3, t["sequences_per_gpu"], ls=_LINES[i], label=d)
@@ -49,9 +47,6 @@ def sequences_per_gpu(a: Analysis) -> Figure:
         n = a.at.loc[c, "sequences_per_gpu"]
         note = f"{n:,} at {c / 1e3:,.0f}k"
         plotting.note(ax, note, (c / 1e3, n), (6, 6), fontsize=plotting.TEXT_PT)
-    ax.set_yscale("log")
-    heading = f"Sequences per GPU ({a.hw.id.upper()}) after the weights"
-    plotting.label(ax, "context (thousand tokens)", "KV fits per GPU (sequences, log)", heading)
     ax.legend(loc="upper right")
     return fig
 
@@ -60,7 +55,9 @@ def decode_latency(a: Analysis) -> Figure:
     """Median and mean TPOT (ms) against context, the linear fit (95 % CI of its slope) and the
     pair the delta is taken between."""
     s, f, d = a.series, a.fit, a.measured
-    fig, ax = plt.subplots()
+    where = a.hardware if verdicts.gpu_names(a.trace.run) else f"CPU stand-in: {a.hardware}"
+    title = f"Decode latency against context\n({where})"
+    fig, ax = plotting.axes("context (tokens)", "decode latency (ms per token)", title)
     x = s["context_tokens"].to_numpy(float)
     ax.plot(x, s["median_tpot_ms"], "o", label="median TPOT per point")
     ax.plot(x, s["mean_tpot_ms"], "s", mfc="none", label="mean TPOT per point")
@@ -74,10 +71,7 @@ def decode_latency(a: Analysis) -> Figure:
         [d.lo, d.hi], [d.lo_ms, d.hi_ms], "D", ms=9, mfc="none", label=pair, c=plotting.PALETTE[2]
     )
     ax.set_ylim(bottom=0)
-    where = a.hardware if verdicts.gpu_names(a.trace.run) else f"CPU stand-in: {a.hardware}"
-    title = f"Decode latency against context\n({where})"
-    plotting.label(ax, "context (tokens)", "decode latency (ms per token)", title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    plotting.legend(ax, below=-0.2)
     return fig
 
 
@@ -89,7 +83,12 @@ def context_growth(a: Analysis) -> Figure:
     per_sparse = g.growth.sparse_ms / g.growth.batch
     per_dense = g.growth.dense_ms / g.growth.batch
     claim, tol = g.claim_ms, a.tolerance_ms
-    fig, ax = plt.subplots()
+    fig, ax = plotting.axes(
+        f"sequences per GPU, each growing {a.lo / 1e3:,.0f}k -> {a.hi / 1e3:,.0f}k tokens (log2)",
+        "extra time per decode step (ms, log)",
+        f"Extra context reads at {a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s "
+        f"({p.kv_dtype}, modelled)",
+    )
     band = f"claim: +{claim:g} ms (+/-{tol:g} ms)"
     ax.axhspan(claim - tol, claim + tol, color=plotting.PALETTE[1], alpha=0.3, label=band)
     dense = f"dense bound: every row ({1000 * per_dense:,.0f} µs per sequence)"
@@ -101,17 +100,9 @@ def context_growth(a: Analysis) -> Figure:
     plotting.note(ax, reach, (g.sequences_to_explain, per_sparse), (6, 0))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    lo, hi = a.lo / 1e3, a.hi / 1e3
-    plotting.label(
-        ax,
-        f"sequences per GPU, each growing {lo:,.0f}k -> {hi:,.0f}k tokens (log2)",
-        "extra time per decode step (ms, log)",
-        f"Extra context reads at {a.hw.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s "
-        f"({p.kv_dtype}, modelled)",
-    )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+    ax.xaxis.set_major_formatter(plotting.ticks(",.0f"))
+    ax.yaxis.set_major_formatter(plotting.ticks("g"))
+    plotting.legend(ax, below=-0.2)
     return fig
 
 
@@ -119,21 +110,22 @@ def implied_latency(a: Analysis) -> Figure:
     """The decode latency at lo (ms) the delta and percent imply, with its rounding range,
     against the least step time of one sequence."""
     im = a.implied
-    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    fig, ax = plotting.axes(
+        f"decode step at {a.lo:,} tokens (ms, log)",
+        None,
+        "The latency the two figures imply,\nagainst the step floor (modelled)",
+        figsize=(6.4, 2.4),
+        log="x",
+        fmt="g",
+    )
     band = f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms"
     ax.axvspan(im.low_ms, im.high_ms, color=plotting.PALETTE[1], alpha=0.3, label=band)
     central = f"100 x {a.growth.claim_ms:g} ms / {a.claim_pct.value:g} % = {im.central_ms:.2f} ms"
     ax.plot([im.central_ms], [0.5], "o", color=plotting.PALETTE[1], label=central)
     floor = f"step floor: {im.step_floor_ms:.3f} ms (1 sequence, {a.params.weight_gpus} GPUs)"
     ax.axvline(im.step_floor_ms, color=plotting.PALETTE[0], lw=2, label=floor)
-    ax.set_xscale("log")
     ax.set_xlim(im.step_floor_ms / 2, im.high_ms * 2)
-    ax.set_yticks([])
-    ax.grid(axis="y", visible=False)
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel(f"decode step at {a.lo:,} tokens (ms, log)")
-    ax.set_title("The latency the two figures imply,\nagainst the step floor (modelled)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=1)
+    plotting.legend(ax, below=-0.45)
     return fig
 
 

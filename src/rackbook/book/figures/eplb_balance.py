@@ -18,17 +18,14 @@ def _source(a: Analysis) -> str:
 
 def rank_loads(a: Analysis) -> Figure:
     """Tokens per EP rank in the shown layer of the first scored step, static vs after EPLB."""
-    r = a.ranks
-    fig, ax = plt.subplots(layout="constrained")
+    r, p = a.ranks, a.params
+    heading = f"Layer {p.show_layer}, decode step {p.fit_windows}: load per rank ({_source(a)})"
+    y = "token-expert assignments on the rank (tokens)"
+    fig, ax = plotting.axes("EP rank (index)", y, heading, layout="constrained")
     ax.bar(r["rank"] - 0.2, r["static"], width=0.4, label="static placement")
     ax.bar(r["rank"] + 0.2, r["eplb"], width=0.4, label="after EPLB")
     ax.axhline(r["static"].mean(), color="0.3", lw=1, ls="--", label="mean (uniform routing)")
-    heading = (
-        f"Layer {a.params.show_layer}, decode step {a.params.fit_windows}: load per rank "
-        f"({_source(a)})"
-    )
-    plotting.label(ax, "EP rank (index)", "token-expert assignments on the rank (tokens)", heading)
-    fig.legend(loc="outside lower center", ncols=1)
+    plotting.legend(fig)
     return fig
 
 
@@ -68,8 +65,7 @@ def sweeps(a: Analysis) -> Figure:
     for ax in axes[:, 1]:
         ax.set_ylabel("")
     fig.suptitle("Modelled balancedness, static and after EPLB\n(synthetic routing model)")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=1)
+    plotting.legend(fig, None, *axes.flat[0].get_legend_handles_labels())
     return fig
 
 

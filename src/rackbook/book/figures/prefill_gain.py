@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -18,7 +17,12 @@ def _where(a: Analysis) -> str:
 
 def throughput_distribution(a: Analysis) -> Figure:
     """Empirical distribution of per-request new-token tok/s of A and B, with their statistic."""
-    fig, ax = plt.subplots(layout="constrained")
+    fig, ax = plotting.axes(
+        "new-token prefill throughput per request (tok/s)",
+        "cumulative share of requests (0 to 1)",
+        f"New-token throughput per request\n({_where(a)})",
+        layout="constrained",
+    )
     t = a.table
     for i, cfg in enumerate((a.params.config_a, a.params.config_b)):
         v = np.sort(
@@ -32,13 +36,7 @@ def throughput_distribution(a: Analysis) -> Figure:
         stat = f"{a.params.stat} of {cfg}"
         ax.axvline(a.stat_tok_s(cfg), color=plotting.PALETTE[i], ls=":", lw=1, label=stat)
     ax.set_ylim(0, 1.02)
-    plotting.label(
-        ax,
-        "new-token prefill throughput per request (tok/s)",
-        "cumulative share of requests (0 to 1)",
-        f"New-token throughput per request\n({_where(a)})",
-    )
-    fig.legend(loc="outside lower center", ncols=1)
+    plotting.legend(fig)
     return fig
 
 
@@ -46,7 +44,11 @@ def gain_interval(a: Analysis) -> Figure:
     """The measured gain (%) with its bootstrap interval; the published range beside it only
     when the trace can test the claim."""
     g, p = a.gain, a.params
-    fig, ax = plt.subplots(figsize=(6.4, 2.2), layout="constrained")
+    what = "" if a.testable else f"\n{a.serve_args('b')} over {a.serve_args('a')}"
+    x = f"gain of {p.config_b} over {p.config_a}, {p.stat} new-token tok/s (%)"
+    title = f"This run's gain ({_where(a)}){what}"
+    fig, ax = plotting.axes(x, None, title, figsize=(6.4, 2.2), layout="constrained")
+    ax.title.set_fontsize(plotting.SMALL_PT)
     ax.axvline(0, color="0.4", lw=0.8)
     ax.text(0, 0.55, " no gain", color="0.4", fontsize=plotting.SMALL_PT, va="center")
     if g is None:
@@ -71,13 +73,8 @@ def gain_interval(a: Analysis) -> Figure:
             lo, hi = min(lo, 100 * a.claim_low), max(hi, 100 * a.claim_high)
         pad = 0.15 * (hi - lo or 10)
         ax.set_xlim(lo - pad, hi + pad)
-        fig.legend(loc="outside lower center", fontsize=plotting.SMALL_PT)
+        plotting.legend(fig, fontsize=plotting.SMALL_PT)
     ax.set_ylim(-1, 1)
-    ax.set_yticks([])
-    ax.grid(axis="y", visible=False)
-    what = "" if a.testable else f"\n{a.serve_args('b')} over {a.serve_args('a')}"
-    ax.set_xlabel(f"gain of {p.config_b} over {p.config_a}, {p.stat} new-token tok/s (%)")
-    ax.set_title(f"This run's gain ({_where(a)}){what}", fontsize=plotting.SMALL_PT)
     return fig
 
 
@@ -91,27 +88,23 @@ def prefix_read_ceiling(a: Analysis) -> Figure:
     """The modelled new-token prefill ceiling (tok/s) against the cached prefix (tokens), per
     new tokens sharing one read of it, and the claim's prefix."""
     p = a.params
-    fig, ax = plt.subplots(layout="constrained")
+    fig, ax = plotting.axes(
+        "cached prefix (tokens, log scale)",
+        "new-token prefill ceiling (tok/s, log scale)",
+        f"Modelled: {catalogs.as_model(p.model_id).name} on {p.prefill_gpus} x "
+        f"{catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype.upper()} KV",
+        layout="constrained",
+        log="xy",
+        fmt=",.0f",  # 100,000 rather than 10^5
+    )
     for i, (r, c) in enumerate(a.curve.groupby("reuse")):
         label = f"{r:,} new {'token' if r == 1 else 'tokens'} per read of the prefix"
         ax.plot(c["prefix"], c["tok_s"], color=plotting.PALETTE[i], label=label)
     ax.axvline(
         a.claim_prefix, color="0.4", ls="--", lw=0.8, label=f"claim: {a.claim_prefix:,} cached"
     )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    plain = FuncFormatter(lambda v, _: f"{v:,.0f}")  # 100,000 rather than 10^5
-    ax.xaxis.set_major_formatter(plain)
-    ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(FuncFormatter(_minor))
-    plotting.label(
-        ax,
-        "cached prefix (tokens, log scale)",
-        "new-token prefill ceiling (tok/s, log scale)",
-        f"Modelled: {catalogs.as_model(p.model_id).name} on {p.prefill_gpus} x "
-        f"{catalogs.as_gpu(p.gpu_id).label}, {p.kv_dtype.upper()} KV",
-    )
-    fig.legend(loc="outside lower center", ncols=1)
+    plotting.legend(fig)
     return fig
 
 

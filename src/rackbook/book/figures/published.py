@@ -11,16 +11,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rackbook.book import plotting
+from rackbook.book.chapter import finite
 from rackbook.results import comparability, evidence
 
 #: Marker styles of modelled prices, points of another basis and analogues.
 _MODELLED = {"marker": "D", "facecolors": "none", "edgecolors": plotting.PALETTE[2]}
 _OTHER = {"facecolors": "none", "edgecolors": plotting.PALETTE[0]}
 _ANALOGUE = {"marker": "x", "color": plotting.PALETTE[1]}
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(float(x))
 
 
 def _points(rows: Any) -> Any:
@@ -30,7 +27,7 @@ def _points(rows: Any) -> Any:
     unit = str(head["unit"].iloc[0]) if len(head) else None
     pub = rows["kind"] == "published"
     keep = (rows["role"] == "measurement") | ((rows["role"] == "analogue") & (rows["unit"] == unit))
-    return rows[pub & keep & rows["value"].map(_finite)]
+    return rows[pub & keep & rows["value"].map(finite)]
 
 
 def _modelled(pts: Any) -> Any:
@@ -80,7 +77,7 @@ def claim_vs_published(result: str) -> Figure:
     fig, axes = plt.subplots(len(claims), 1, figsize=size, squeeze=False, layout="constrained")
     for ax, (_cid, head, pts) in zip(axes[:, 0], claims, strict=True):
         vals = pts["value"].astype(float).to_numpy()
-        claim = float(head["value"]) if _finite(head["value"]) else float("nan")
+        claim = float(head["value"]) if finite(head["value"]) else float("nan")
         used = pts["used"].to_numpy(bool)
         analogue = pts["role"].eq("analogue").to_numpy(bool)
         modelled = _modelled(pts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import MaxNLocator
 
 from rackbook.book import plotting
 from rackbook.core.units import percent, plural, ratio_text
@@ -17,7 +17,7 @@ VERDICT_COLOURS = {
     "undetermined": plotting.PALETTE[1],
     "impossible": plotting.PALETTE[3],
 }
-_THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
+_THOUSANDS = plotting.ticks(",.0f")
 
 
 def _source(a: Analysis) -> str:
@@ -36,7 +36,8 @@ def _usd(v: float) -> str:
 def token_kinds(a: Analysis) -> Figure:
     """Throughput per GPU (or replica) of every point, stacked: output, new and cached input."""
     acc, u = a.accounting, a.unit
-    fig, ax = plt.subplots()
+    heading = f"Which tokens a per-{u} throughput counts{_source(a)}"
+    fig, ax = plotting.axes(f"configuration (label, {u}s)", f"throughput per {u} (tok/s)", heading)
     x = np.arange(len(acc))
     out_g = acc["output_tok_s_per_gpu"].to_numpy(float)
     new_g = acc["new_input_tok_s_per_gpu"].fillna(acc["input_tok_s_per_gpu"]).to_numpy(float)
@@ -52,8 +53,6 @@ def token_kinds(a: Analysis) -> Figure:
         [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    heading = f"Which tokens a per-{u} throughput counts{_source(a)}"
-    plotting.label(ax, f"configuration (label, {u}s)", f"throughput per {u} (tok/s)", heading)
     ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
@@ -62,7 +61,8 @@ def token_kinds(a: Analysis) -> Figure:
 def scaling(a: Analysis) -> Figure:
     """Throughput of each configuration against its GPU count, with linear scaling."""
     sc, metric, u = a.scaling, a.params.metric, a.unit
-    fig, ax = plt.subplots()
+    heading = f"Throughput against {u}s, with the linear-scaling line{_source(a)}"
+    fig, ax = plotting.axes(f"{u}s serving (count)", f"{metric} throughput (tok/s)", heading)
     gmax = int(sc["num_gpus"].max())
     ref = sc.iloc[0]
     line = np.array([0, gmax + 0.5])
@@ -89,8 +89,6 @@ def scaling(a: Analysis) -> Figure:
     ax.set_ylim(0, None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    heading = f"Throughput against {u}s, with the linear-scaling line{_source(a)}"
-    plotting.label(ax, f"{u}s serving (count)", f"{metric} throughput (tok/s)", heading)
     ax.legend(loc="upper left")
     return fig
 
@@ -99,7 +97,9 @@ def readings(a: Analysis) -> Figure:
     """Computed tokens per GPU of each reading of the published throughput against the GPU's
     ceilings, log scale; each bar coloured by its physics verdict."""
     rd = a.throughput
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
+    heading = f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}"
+    xl, yl = "computed tokens per GPU (tok/s, log)", "reading ('per GPU' as)"
+    fig, ax = plotting.axes(xl, yl, heading, figsize=(6.4, 4.6), layout="constrained", log="x")
     y = np.arange(len(rd))[::-1]
     for yi, r in zip(y, rd.itertuples(), strict=True):
         unknown = not np.isfinite(r.ratio)
@@ -136,15 +136,12 @@ def readings(a: Analysis) -> Figure:
         label = f"{c.ceiling} ceiling, {c.phase}: {c.tok_s_per_gpu:,.0f} tok/s per GPU"
         ax.axvline(c.tok_s_per_gpu, color=colour, ls=ls, lw=1.2, label=label)
     ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
-    ax.set_xscale("log")
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
     hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
     ax.set_xlim(lo / 2, hi * 2)
     ax.set_ylim(-0.5, len(rd) - 0.1)
     ax.grid(axis="y", visible=False)
-    heading = f"What {a.claim_tok_s:,.0f} tok/s 'per GPU' needs from one {a.params.gpu_id.upper()}"
-    plotting.label(ax, "computed tokens per GPU (tok/s, log)", "reading ('per GPU' as)", heading)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
+    plotting.legend(ax, below=-0.18)
     return fig
 
 
@@ -186,7 +183,9 @@ def node_efficiency(a: Analysis) -> Figure:
 def revenue(a: Analysis) -> Figure:
     """The dollar figure against each reading's token revenue per GPU-hour and the rental."""
     rv = a.cost.revenue
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    heading = "The dollar figure as token revenue, by throughput reading"
+    xl, yl = "token revenue per GPU-hour (USD, log)", "reading (tok/s per GPU)"
+    fig, ax = plotting.axes(xl, yl, heading, figsize=(6.4, 3.8), layout="constrained", log="x")
     y = np.arange(len(rv))[::-1]
     for yi, r in zip(y, rv.itertuples(), strict=True):
         span = [r.revenue_all_cached, r.revenue_all_uncached]
@@ -207,14 +206,11 @@ def revenue(a: Analysis) -> Figure:
     ax.set_yticks(
         y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
     )
-    ax.set_xscale("log")
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
     ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)
     ax.grid(axis="y", visible=False)
-    heading = "The dollar figure as token revenue, by throughput reading"
-    plotting.label(ax, "token revenue per GPU-hour (USD, log)", "reading (tok/s per GPU)", heading)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
+    plotting.legend(ax, below=-0.18)
     return fig
 
 

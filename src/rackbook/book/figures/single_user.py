@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -31,7 +30,7 @@ def gaps(a: Analysis) -> Figure:
             ax2.axvline(ms, color=plotting.PALETTE[1 + i], ls=":", label=f"p{q:g} = {ms:.3g} ms")
         ax2.legend(loc="upper left", fontsize=plotting.SMALL_PT)
         ax1.set_xscale("log")
-        ax1.xaxis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:g}"))
+        ax1.xaxis.set_major_formatter(plotting.ticks("g"))
     else:
         ax1.text(0.5, 0.5, "no gaps in this trace", ha="center", transform=ax1.transAxes)
     plotting.label(ax1, "gap between streamed chunks (ms, log)", "gaps (count)", "Gap histogram")
@@ -46,7 +45,12 @@ def claim_vs_floor(a: Analysis) -> Figure:
     """The claim's share of the batch-1 bandwidth ceiling (%), without and with speculative
     decoding (above 100 % impossible)."""
     fl = a.floor
-    fig, ax = plt.subplots()
+    heading = (
+        f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
+        f"{a.params.gpu_id.upper()} (modelled)"
+    )
+    y = "claim / bandwidth ceiling (%)"
+    fig, ax = plotting.axes("decode mode (acceptance length)", y, heading)
     ax.axhline(100, color="0.3", lw=1.2, ls="--", label="the ceiling: above it, impossible")
     x = np.arange(len(fl))
     share = 100 * fl["claim_share_of_ceiling"]
@@ -63,19 +67,20 @@ def claim_vs_floor(a: Analysis) -> Figure:
     ]
     ax.set_xticks(x, ticks)
     ax.set_ylim(0, max(130, 1.2 * share.max()))
-    heading = (
-        f"{a.claim_tok_s:g} tok/s against the batch-1 ceiling on {a.floor_gpus} x "
-        f"{a.params.gpu_id.upper()} (modelled)"
-    )
-    plotting.label(ax, "decode mode (acceptance length)", "claim / bandwidth ceiling (%)", heading)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
+    plotting.legend(ax, below=-0.22)
     return fig
 
 
 def step_budget(a: Analysis) -> Figure:
     """The step time the claim implies (ms): the bandwidth floor and what is left, per mode."""
     fl = a.floor
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    fig, ax = plotting.axes(
+        "time of one decode step the claim implies (ms)",
+        "decode mode (tokens per step)",
+        "Where the claimed step time goes (modelled)",
+        figsize=(6.4, 3.6),
+        layout="constrained",
+    )
     y = np.arange(len(fl))
     ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
     left = fl["claim_step_ms"] - fl["floor_step_ms"]
@@ -86,13 +91,7 @@ def step_budget(a: Analysis) -> Figure:
         plotting.note(ax, f"{us:.3g} µs per MoE layer", (r.claim_step_ms, i), (4, 0), va="center")
     ax.set_yticks(y, [f"{r.reading} ({r.acceptance_length:g})" for r in fl.itertuples()])
     ax.set_xlim(0, 1.6 * fl["claim_step_ms"].max())
-    plotting.label(
-        ax,
-        "time of one decode step the claim implies (ms)",
-        "decode mode (tokens per step)",
-        "Where the claimed step time goes (modelled)",
-    )
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
+    plotting.legend(ax, below=-0.22)
     return fig
 
 
