@@ -38,4 +38,4 @@ def test_no_function_over_100_lines() -> None:
 
 def test_the_checks_see_the_package() -> None:
     # the two tests above would pass on an empty folder
-    assert len(_modules()) > 100
+    assert len(_modules()) > 50 and SRC / "physics" / "check.py" in _modules()

@@ -209,3 +209,28 @@ def test_a_file_vllm_wrote_reads_as_the_whole_file():
     a = vllm_bench.vllm_bench_frames(src)
     b = vllm_bench.vllm_bench_frames(src, data=json.loads(src.read_text()))
     assert a.requests.equals(b.requests) and a.itl.equals(b.itl) and len(a.itl) > 1000
+
+
+def test_a_failed_requests_partial_gaps_are_dropped_and_extra_gaps_refused(tmp_path):
+    # vLLM keeps a failed request's partial gaps with output_lens 0; no metric reads them
+    d = small_result(
+        completed=2,
+        input_lens=[10, 20, 30],
+        output_lens=[4, 2, 0],
+        ttfts=[0.1, 0.2, 0.0],
+        itls=[[0.1, 0.2, 0.3], [0.4], [0.0, 0.0, 0.0]],
+        latencies=[0.7, 0.6, 0.0],
+        start_times=[100.0, 100.5, 101.0],
+        errors=["", "", "boom"],
+    )
+    src, out = tmp_path / "r.json", tmp_path / "t"
+    src.write_text(json.dumps(d))
+    importers.write("vllm-bench", src, out)
+    assert traces.read_trace(out).itl["request_row"].tolist() == [0, 0, 0, 1]
+    d["output_lens"], d["itls"][1] = [1, 1, 0], [0.4, 0.5]  # 5 gaps for 2 tokens
+    src.write_text(json.dumps(d))
+    with pytest.raises(InputError) as err:
+        importers.write("vllm-bench", src, tmp_path / "t2")
+    assert (err.value.file, err.value.field) == (str(src), "itls")
+    assert "5 gaps of successful requests for 2 output tokens" in str(err.value)
+    assert not (tmp_path / "t2").exists()

@@ -163,6 +163,13 @@ def vllm_bench_frames(
     dur = _duration(path, d)
     c = _request_columns(path, d)
     request_row, itl_s = _flat_itls(path, c["itls"])
+    if not c["success"].all():  # a failed request's gaps feed no metric, as in vLLM's
+        keep = c["success"][request_row]
+        request_row, itl_s = request_row[keep], itl_s[keep]
+    tokens = int(c["output_tokens"].clip(min=0).sum())
+    if len(itl_s) > tokens:  # the rule traces.read_trace applies, told of this file
+        what = f"{len(itl_s):,} gaps of successful requests for {tokens:,} output tokens"
+        raise InputError(path, "itls", f"{what}: a request has at most one gap per token")
     labels = dict(labels or {})
     stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem  # r.json.gz -> r
     pid = point_id or labels.pop("point_id", None) or stem
