@@ -1,6 +1,6 @@
 """The book's words about each claim, made once from its readings' fields (headline JSON dicts):
-:func:`conclude` every reading, :func:`finding` the decisive point, :func:`summarize` the
-landing's row. No sentence a reading carries is cut or parsed."""
+:func:`conclude` every reading (each clause from one table, :data:`SAY`), :func:`summarize` the
+landing's row and its decisive finding. No sentence a reading carries is cut or parsed."""
 
 from __future__ import annotations
 
@@ -19,8 +19,24 @@ ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: Most characters of a basis a sentence names; words of a reason standing for a margin; words
 #: of a landing cell's finding.
 SHORT_BASIS, SHORT_REASON, FINDING_WORDS = 60, 20, 40
-#: Where published points place a figure, by verdict; ``{}``: what it is placed against.
-PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
+#: What a published verdict places a figure against: like-for-like points, else cost models.
+POINT, MODELLED = "published like-for-like measurement", "modelled price"
+#: Every reading's clause, by (reading, verdict; "synthetic": untested on a synthetic input):
+#: ``{f}`` the figure (or "it"), ``{s}`` "<figure> is " (or nothing), ``{hw}`` the claim's
+#: hardware, ``{m}`` " (margin)", ``{of}`` what a published verdict places it against.
+SAY: dict[tuple[str, str], str] = {
+    ("physics", "possible"): "{s}physically possible",
+    ("physics", "impossible"): "{s}physically impossible",
+    ("physics", "undetermined"): "physics does not settle {f}",
+    ("published", "within"): "{s}within the {of}s",
+    ("published", "above"): "{s}above every {of}",
+    ("published", "below"): "{s}below every {of}",
+    ("published", "none published"): "no like-for-like measurement is published",
+    ("this run", "consistent"): "measured on {hw} here, {f} holds{m}",
+    ("this run", "inconsistent"): "measured on {hw} here, {f} does not hold{m}",
+    ("this run", "untested"): "not tested on {hw} here",
+    ("this run", "synthetic"): "not measured here: this chapter's input is synthetic",
+}
 #: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 #: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
@@ -44,7 +60,7 @@ VERDICT_WORDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Conclusion:
-    """A claim's conclusion: figure, statement, sentences, certainty and finding."""
+    """A claim's conclusion: figure, statement, sentences and certainty."""
 
     claim_id: str
     result: str
@@ -52,7 +68,6 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     certainty: Certainty
-    finding: str = ""
 
     @property
     def grade(self) -> str:
@@ -113,11 +128,6 @@ def _margin(r: Mapping[str, Any]) -> str:
     return "" if text == "-" else text
 
 
-def _gist(r: Mapping[str, Any]) -> str:
-    reason = str(r.get("reason") or "")
-    return _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
-
-
 def _short_basis(r: Mapping[str, Any]) -> str:
     b = str(r.get("basis") or "")
     return b if len(b) <= SHORT_BASIS and not any(ch in b for ch in ";|") else ""
@@ -147,11 +157,14 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     return ""
 
 
-def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
+def say(kind: str, r: Mapping[str, Any], f: str, hw: str = "", of: str = POINT) -> str:
+    """Reading ``r`` of kind ``kind`` as :data:`SAY`'s clause about ``f`` (the figure, "it", or
+    nothing: a verdict without its subject)."""
     verdict = str(r.get("verdict", ""))
-    head = f"{figure} is physically {verdict}" if figure else f"physically {verdict}"
-    head = f"physics does not settle {figure}" if verdict == "undetermined" else head
-    return head + (f": {why}" if why else "")
+    verdict = "synthetic" if verdict == "untested" and r.get("synthetic") else verdict
+    m = f" ({_margin(r)})" if _margin(r) else ""
+    text = SAY.get((kind, verdict), f"the {kind} reading is {verdict}")
+    return text.format(f=f or "it", s=f"{f} is " if f else "", hw=hw, m=m, of=of)
 
 
 def _closest(c: Any) -> str:
@@ -162,29 +175,21 @@ def _closest(c: Any) -> str:
     return who + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
 
 
-def _published(figure: str, r: Mapping[str, Any]) -> str:
-    verdict, margin = str(r.get("verdict", "")), _margin(r)
-    if verdict == "none published":
+def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> str:
+    """:func:`say`'s clause with what the reading adds: physics its reason and attainable
+    estimate, published its margin (else closest point), or why nothing decides."""
+    head = say(kind, r, f, hw, of)
+    if kind == "physics":
+        return head + (f": {r['reason']}" if r.get("reason") else "") + _attainable(r)
+    if kind != "published":
+        return head
+    if r.get("verdict") == "none published":
         analogue = _field(r, "closest").get("kind") == "analogue"
-        only = " (only analogues, which do not decide)" if analogue else ""
-        return f"no like-for-like measurement is published{only}"
-    place = PLACES.get(verdict, "").format("published like-for-like measurement")
-    text = f"{figure} {'sits' if verdict == 'within' else 'is'} {place}"
-    text = text if place else f"the published reading of {figure} is {verdict}"
-    if margin:
-        return f"{text}: {margin}"
+        return head + (" (only analogues, which do not decide)" if analogue else "")
+    if _margin(r):
+        return f"{head}: {_margin(r)}"
     closest = r.get("closest")
-    return text + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
-
-
-def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    margin = f" ({_margin(r)})" if _margin(r) else ""
-    holds = {"consistent": "holds", "inconsistent": "does not hold"}.get(str(r.get("verdict")))
-    if holds:
-        return f"measured on {hardware} here, {figure} {holds}{margin}"
-    if r.get("synthetic"):  # untested
-        return "not measured here: this chapter's input is synthetic"
-    return f"not tested on {hardware} here"
+    return head + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
 
 
 def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
@@ -213,27 +218,11 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
             out.append(_none_published(r, es, len(es) == len(entries)))
             continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
-        if modelled:
-            margin = f": {_margin(es[0])}" if _margin(es[0]) else ""
-            place = PLACES.get(verdict, verdict).format("modelled price")
-            body = (
-                f"{figure} is {place} (a cost model's rate, not a listed price nor a measurement)"
-            )
-            body += margin
-        else:
-            sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
-            body = _body(kind, figure, sub, hardware)
+        sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
+        body = _body(kind, figure, sub, hardware, MODELLED if modelled else POINT)
         out.append(f"As {names}, {body}.")
         figure = "it"
     return out
-
-
-def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    if kind == "physics":
-        return _physics(figure, r, str(r.get("reason") or "")) + _attainable(r)
-    if kind == "published":
-        return _published(figure, r)
-    return _this_run(figure, r, hardware)
 
 
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
@@ -255,8 +244,8 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
             sentences += [_cap(near) + "."] if near else []
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
-    cert, found = certainty(mine, claim), finding(claim, mine, hardware)
-    return Conclusion(claim.id, claim.result, figure, claim.statement, (*sentences,), cert, found)
+    cert = certainty(mine, claim)
+    return Conclusion(claim.id, claim.result, figure, claim.statement, (*sentences,), cert)
 
 
 def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> list[Conclusion]:
@@ -267,20 +256,28 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     return [conclude(c, readings) for c in reg.for_result(str(result))]
 
 
-def _ruled_out(pub: Mapping[str, Any]) -> str:
+def _impossible(bases: list[tuple[str, Any, str]]) -> str:
+    """``impossible as A (3.94x a GB300's decode ceiling) or as B (2x)``: per (name, ratio or
+    None, where), each place named once in a row."""
     out, last = [], None
-    for e in _entries(pub):
-        if not e.get("ruled_out"):
-            continue
-        by, name = e.get("ruled_by"), f"\u201c{e.get('name') or '?'}\u201d"
-        if not isinstance(by, Mapping):
-            out.append(f"as {name}")
-            continue
-        gpu, ceiling = str(by.get("gpu") or ""), f"{by['limit']} ceiling"
-        where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
-        out.append(f"as {name} ({by['ratio']:.3g}x" + ("" if where == last else f" {where}") + ")")
-        last = where
+    for name, ratio, where in bases:
+        shown = "" if ratio is None else f"{ratio:.3g}x" + ("" if where == last else f" {where}")
+        out.append(f"as {name}" + (f" ({shown})" if shown else ""))
+        last = where if ratio is not None else last
     return "impossible " + " or ".join(out) if out else ""
+
+
+def _where(gpu: str, ceiling: str) -> str:
+    return f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
+
+
+def _ruled_out(pub: Mapping[str, Any]) -> str:
+    bases = []
+    for e in (e for e in _entries(pub) if e.get("ruled_out")):
+        by = _field(e, "ruled_by")
+        where = _where(str(by.get("gpu") or ""), f"{by.get('limit')} ceiling")
+        bases.append((f"\u201c{e.get('name') or '?'}\u201d", by.get("ratio"), where))
+    return _impossible(bases)
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
@@ -300,17 +297,19 @@ def _derived(r: Mapping[str, Any]) -> str:
     return f"{source} give {value}, not the claim's figure"
 
 
+def _physics_said(r: Mapping[str, Any]) -> str:
+    """:func:`say` of a physics reading with its margin, else its reason when short."""
+    reason = str(r.get("reason") or "")
+    gist = _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
+    return say("physics", r, "") + (f": {gist}" if gist else "")
+
+
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     margin, ruled = _margin(r), _ruled_out(pub)
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
         return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
-    derived = _derived(r)
-    if derived:
-        return derived
-    if r.get("verdict") == "undetermined" or not margin:
-        return _physics("it" if r.get("verdict") == "undetermined" else "", r, _gist(r))
-    return f"physically {r.get('verdict')} ({margin})"
+    return _derived(r) or _physics_said(r)
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
@@ -319,12 +318,12 @@ def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
     if not placed:
         return ""
     e = placed[0]
-    kind = "modelled price" if e.get("modelled") else "published like-for-like point"
     names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
     basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
     basis = basis or (f"as {_short_basis(r)}, " if _short_basis(r) else "")
     shown = _margin(e).removesuffix(MODELLED_NOTE) if margin else ""
-    return f"{basis}{PLACES[str(e['verdict'])].format(kind)}" + (f" ({shown})" if shown else "")
+    placing = say("published", e, "", of=MODELLED if e.get("modelled") else POINT)
+    return basis + placing + (f" ({shown})" if shown else "")
 
 
 def _near_finding(r: Mapping[str, Any]) -> str:
@@ -345,29 +344,17 @@ def _near_finding(r: Mapping[str, Any]) -> str:
     return ""  # analogues never decide: the certainty's reasons name them
 
 
-def _finding(
-    claim: Claim, rs: Mapping[str, Mapping[str, Any]], hardware: str, named: bool
-) -> list[str]:
+def _finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The decisive clauses: physics (unless placed and undetermined), the published placing
+    or near points, a run on the claim's hardware."""
     pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
-    out = []
-    placed = _placed(pub) if pub else ""
+    placed, out = _placed(pub), []
     if phys is not None and not (placed and phys.get("verdict") == "undetermined"):
-        out.append(_physics_finding(phys, pub) + _attainable(phys, named))
-    published = placed or (_near_finding(pub) if pub else "")
-    out += [published] if published else []
+        out.append(_physics_finding(phys, pub) + _attainable(phys, named=False))
+    out += [x for x in [placed or _near_finding(pub)] if x]
     if run.get("verdict") in TESTED:
-        out.append(_this_run("it", run, hardware or _hardware(claim)))
+        out.append(say("this run", run, "", _hardware(claim)))
     return out
-
-
-def finding(
-    claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
-) -> str:
-    """The decisive finding about ``claim`` (``named`` False leaves the deployment out)."""
-    rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
-    if not rs:
-        return f"{claim.value_text} has not been read yet: run the chapter"
-    return " ".join(_cap(s) + "." for s in _finding(claim, rs, hardware, named))
 
 
 def words(text: str) -> int:
@@ -426,11 +413,8 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
     needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
-    if needs:
-        where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
-        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
-    else:
-        head = _ruled_out(pub)
+    bases = [(needs["name"], needs["ratio"], _where(gpu, needs["ceiling"]))] if needs else []
+    head = _impossible(bases) if needs else _ruled_out(pub)
     return [head, "".join(f" but possible as {p}" for p in _possible_as(phys))]
 
 
@@ -450,15 +434,15 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
         ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
         heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
-        heads = [_condition(phys) or _physics("it", phys, _gist(phys))]
+        heads = [_condition(phys) or _physics_said(phys)]
         sentences = [heads[0], none or _near_finding(pub)]
     else:
-        sentences = _finding(claim, rs, "", named=False)
+        sentences = _finding(claim, rs)
         published = _placed(pub) or _near_finding(pub)
         sentences += [none] if none and not published else []
         heads = [_physics_finding(phys, pub)]
         if word in TESTED:
-            heads = [_this_run("it", run, _hardware(claim))]
+            heads = [say("this run", run, "", _hardware(claim))]
         elif word in ("consistent", "above published", "below published"):
             heads = [_placed(pub), _placed(pub, margin=False)]
     supported = supported_basis(pub) if pub else ""
