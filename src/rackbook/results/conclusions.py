@@ -37,6 +37,8 @@ SAY: dict[tuple[str, str], str] = {
     ("this run", "untested"): "not tested on {hw} here",
     ("this run", "synthetic"): "not measured here: this chapter's input is synthetic",
 }
+#: The landing's verdict words a published placing decides.
+PLACED_WORDS = ("consistent", "above published", "below published")
 #: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 #: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
@@ -344,19 +346,6 @@ def _near_finding(r: Mapping[str, Any]) -> str:
     return ""  # analogues never decide: the certainty's reasons name them
 
 
-def _finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The decisive clauses: physics (unless placed and undetermined), the published placing
-    or near points, a run on the claim's hardware."""
-    pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
-    placed, out = _placed(pub), []
-    if phys is not None and not (placed and phys.get("verdict") == "undetermined"):
-        out.append(_physics_finding(phys, pub) + _attainable(phys, named=False))
-    out += [x for x in [placed or _near_finding(pub)] if x]
-    if run.get("verdict") in TESTED:
-        out.append(say("this run", run, "", _hardware(claim)))
-    return out
-
-
 def words(text: str) -> int:
     return len(text.split())
 
@@ -427,25 +416,28 @@ def _condition(phys: Mapping[str, Any]) -> str:
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
+    """The landing's finding (within :data:`FINDING_WORDS`): the decisive physics clause, the
+    published placing or near points, a run on the claim's hardware, the supported basis."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
     nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""
+    placed = _placed(pub)
+    published = placed or _near_finding(pub)
     if word == "depends on what is counted":
         ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
         heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
         heads = [_condition(phys) or _physics_said(phys)]
-        sentences = [heads[0], none or _near_finding(pub)]
+        sentences = [heads[0], none or published]
     else:
-        sentences = _finding(claim, rs)
-        published = _placed(pub) or _near_finding(pub)
-        sentences += [none] if none and not published else []
-        heads = [_physics_finding(phys, pub)]
-        if word in TESTED:
-            heads = [say("this run", run, "", _hardware(claim))]
-        elif word in ("consistent", "above published", "below published"):
-            heads = [_placed(pub), _placed(pub, margin=False)]
-    supported = supported_basis(pub) if pub else ""
+        said = _physics_finding(phys, pub) if phys else ""
+        shown = said and not (placed and phys.get("verdict") == "undetermined")
+        tested = say("this run", run, "", _hardware(claim)) if word in TESTED else ""
+        sentences = [said + _attainable(phys, named=False) if shown else "", published, tested]
+        sentences += [none] if not published else []
+        heads = [placed, _placed(pub, margin=False)] if word in PLACED_WORDS else [said]
+        heads = [tested] if tested else heads
+    supported = supported_basis(pub)
     if supported:
         fits = [h for h in heads if words(f"{h}; {supported}.") <= FINDING_WORDS]
         sentences = [f"{fits[0] if fits else heads[-1]}; {supported}"]
