@@ -5,13 +5,12 @@ only where a reading needs them (benchmarks/check_speed.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import orjson
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
@@ -22,6 +21,7 @@ from rackbook.physics import check
 
 #: Relative tolerance of the this-run reading; how many published points the output names.
 REL_TOL, CLOSEST = 0.10, 3
+NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def build_per_gpu_points() -> dict[str, Any]:
         rec |= dict(
             verified=bool(p["verified"]), gpus=None if pd.isna(p["gpus"]) else int(p["gpus"])
         )
-        out.append(_clean(rec))
+        out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
     return {"points": out, "weights": WEIGHTS}
 
 
@@ -121,6 +121,16 @@ def published_per_gpu_points() -> dict[str, Any]:
     published = sorted(p for p in (data / "published").rglob("*") if p.is_file())
     files = [data / "claims.yaml", *published]
     return loader.derived("published-per-gpu", files, build_per_gpu_points)
+
+
+def point_text(p: dict[str, Any]) -> str:
+    """``value unit (model, hardware, N GPUs): figure 1.2x; mismatch; url``."""
+    gpus = "?" if p["gpus"] is None else int(p["gpus"])
+    ratio = "no ratio" if p["ratio"] is None else ratio_text(p["ratio"])
+    return (
+        f"{p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
+        f"figure {ratio}; {p['mismatch']}; {p['url']}"
+    )
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
@@ -153,12 +163,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
-    best = rows[0]
-    ratio = f"the figure is {ratio_text(best['ratio'])} it" if best["ratio"] else "no ratio"
-    near = (
-        f"closest: {best['value']:,.6g} {best['unit']} ({best['model']}, {best['hardware']}; "
-        f"{best['mismatch']}), {ratio}, {best['url']}"
-    )
+    near = f"closest: {point_text(closest[0])}"
     like = [r for r in rows if r["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
@@ -199,9 +204,8 @@ def this_run(
     kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
     kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
-    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, **kw)
-    # the figure checked is the one given (--tok-s), not a published one
-    return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
+    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
+    return CheckVerdict(r.verdict, r.reason)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -338,7 +342,7 @@ def readings(
         extra["threshold"] = {"cached_share": threshold.share} | ratios
     extra |= {"assumed": assumed(args, c), "per": per_of(args), "per_assumed": args.per is None}
     facts = "limit ratio ceiling_tok_s_per_gpu fractions claimed_tok_s_per_gpu workload".split()
-    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null (_clean)
+    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null
     ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
     phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
@@ -351,18 +355,6 @@ def readings(
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
     return c, phys, pub, run
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def cli_check(args: argparse.Namespace) -> int:
@@ -398,14 +390,9 @@ def cli_check(args: argparse.Namespace) -> int:
     print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
-        gpus = "?" if p["gpus"] is None else int(p["gpus"])
-        ratio = "no ratio" if p["ratio"] is None else ratio_text(p["ratio"])
-        print(
-            f"  {p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
-            f"figure {ratio}; {p['mismatch']}; {p['url']}"
-        )
+        print(f"  {point_text(p)}")
     print(f"this run: {run.verdict} ({run.reason})")
     if args.json:
         out = {"physics": phys.to_dict(), "published": pub.to_dict(), "this_run": run.to_dict()}
-        print(json.dumps(_clean(out), allow_nan=False))
+        print(orjson.dumps(out, option=NUMPY).decode())  # NaN, infinity: null
     return 0

@@ -128,19 +128,6 @@ def contradiction(verdict: str, ratio: float | None) -> str | None:
     return None
 
 
-def spoken(
-    r: ClaimReading,
-    name: str,
-    value: float | int | str | None,
-    unit: str,
-    definition: str,
-    kind: str = "modelled",
-    **where: Any,
-) -> Headline:
-    """A headline value speaking to the claim of reading ``r``, with its verdict and reason."""
-    return Headline(name, value, unit, definition, r.claim_id, kind, r.verdict, r.reason, **where)
-
-
 def unclaimed(
     name: str,
     value: float | int | str | None,
