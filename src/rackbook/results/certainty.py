@@ -63,10 +63,20 @@ def _reason(label: str, words: str, aside: str = "") -> Reason:
     return label, f"{words} ({aside})" if aside else words
 
 
+def field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else empty."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A published reading's ``by_basis`` entries."""
+    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+
+
 def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A published reading's ``by_basis`` entries not ruled out, or itself on one basis."""
-    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-    return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
+    return [e for e in entries(r) if not e.get("ruled_out")] or ([] if entries(r) else [r])
 
 
 def _difference(d: Mapping[str, Any]) -> str:
@@ -126,9 +136,8 @@ def _evidence(
         return 4 - len(out), out
     if near.get("points") and near.get("verified"):
         out = [_reason("rests on", f"{len(near['points'])} near published points")]
-        c = pub.get("closest")
-        c = c if isinstance(c, Mapping) else {}
-        diffs = [_difference(d) for d in c.get("differing") or [] if isinstance(d, Mapping)]
+        differing = field(pub, "closest").get("differing") or []
+        diffs = [_difference(d) for d in differing if isinstance(d, Mapping)]
         out += [("held back by", ", ".join(diffs))] if diffs else []
         change, reason = _near_bases(near)
         return 2 + change, out + ([reason] if reason else [])
@@ -139,7 +148,7 @@ def _evidence(
 
 
 def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
-    closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
+    closest = field(pub, "closest")
     if near.get("points") and not near.get("verified"):
         return [_reason("held back by", "near points read only second-hand (NOT VERIFIED)")]
     if closest and closest.get("kind") == "analogue" and not near.get("points"):
@@ -160,8 +169,7 @@ def certainty(
         margin = str(run.get("margin") or "-")
         why = _reason("rests on", "a run on the claim's hardware", "" if margin == "-" else margin)
         return Certainty(cid, 4, (why,))
-    near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
-    derived: Mapping[str, Any] = phys["derived"] if isinstance(phys.get("derived"), Mapping) else {}
+    near, derived = field(pub, "near"), field(phys, "derived")
     level, reasons = _evidence(pub, near, derived)
     placed = reasons[0][1] == "like-for-like published figures"
     stated = "a primary text stating the same figure"

@@ -321,25 +321,21 @@ def readings(
         readable.check_trace(None, args.trace, "--trace")
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
-    conc = args.concurrency if args.concurrency is not None else args.batch
-    share_arg = args.cached_share
-    unknown, threshold = share_arg == "unknown", None
-    kw = _check_kwargs(args)
-    share = 0.0 if share_arg is None or unknown else float(share_arg)
+    share_arg, kw = args.cached_share, _check_kwargs(args)
+    unknown, t = share_arg == "unknown", None
+    known = None if share_arg is None or unknown else float(share_arg)
     if unknown:
-        threshold = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        share = threshold.share or 0.0
+        t = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
+    share = (t.share if t else known) or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
-    verdict, reason = c.verdict, c.reason
-    if threshold is not None:
-        verdict, reason = threshold.verdict, threshold.formula
-    att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
+    verdict, reason = (t.verdict, t.formula) if t else (c.verdict, c.reason)
+    att, att_text = _attainable(args, c, t is not None and bool(share))
     exp, exp_text = _expected(args, c)
     extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
-    extra |= {"expected_text": exp_text, "threshold": None}
-    if threshold is not None:
-        ratios = {k: getattr(threshold, k) for k in ("ratio_uncached", "ratio_cached")}
-        extra["threshold"] = {"cached_share": threshold.share} | ratios
+    extra["expected_text"] = exp_text
+    extra["threshold"] = t and dict(
+        cached_share=t.share, ratio_uncached=t.ratio_uncached, ratio_cached=t.ratio_cached
+    )
     extra |= {"assumed": assumed(args, c), "per": per_of(args), "per_assumed": args.per is None}
     facts = "limit ratio ceiling_tok_s_per_gpu fractions claimed_tok_s_per_gpu workload".split()
     extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null
@@ -347,8 +343,8 @@ def readings(
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
     phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
     model = catalogs.as_model(args.model)
-    known = None if share_arg is None or unknown else float(share_arg)
-    gpu, sizes = catalogs.as_gpu(c.gpu).label, (args.isl, args.osl, known, conc)
+    sizes = (args.isl, args.osl, known, kw["batch"])
+    gpu = catalogs.as_gpu(c.gpu).label
     wb = workload_basis(
         model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
     )

@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.results import certainty as ct
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
 from rackbook.results.comparability import near_text
 from rackbook.results.published_rows import point_ratio, point_value, span_text
@@ -120,11 +121,6 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = r.get(key)
-    return v if isinstance(v, Mapping) else {}
-
-
 def _margin(r: Mapping[str, Any]) -> str:
     text = str(r.get("margin") or "").strip()
     return "" if text == "-" else text
@@ -135,14 +131,10 @@ def _short_basis(r: Mapping[str, Any]) -> str:
     return b if len(b) <= SHORT_BASIS and not any(ch in b for ch in ";|") else ""
 
 
-def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-
-
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
-    a = _field(r, "attainable")
-    e = _field(a, "expected")
+    a = ct.field(r, "attainable")
+    e = ct.field(a, "expected")
     if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
         return (
             f"; {ratio_text(e['ratio'])} what real deployments are expected to reach "
@@ -186,7 +178,7 @@ def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> 
     if kind != "published":
         return head
     if r.get("verdict") == "none published":
-        analogue = _field(r, "closest").get("kind") == "analogue"
+        analogue = ct.field(r, "closest").get("kind") == "analogue"
         return head + (" (only analogues, which do not decide)" if analogue else "")
     if _margin(r):
         return f"{head}: {_margin(r)}"
@@ -206,7 +198,7 @@ def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], ever
 
 
 def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    entries, out = _entries(r), []
+    entries, out = ct.entries(r), []
     gone = [e for e in entries if e.get("ruled_out")]
     if kind == "published" and gone and len(gone) < len(entries):
         names = _names([str(e.get("name") or "?") for e in gone])
@@ -242,7 +234,7 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
                 basis = _short_basis(r)
                 body = _body(kind, named, r, hardware)
                 sentences.append(f"As {basis}, {body}." if basis else _cap(body) + ".")
-            near = near_text(_field(r, "near")) if kind == "published" else ""
+            near = near_text(ct.field(r, "near")) if kind == "published" else ""
             sentences += [_cap(near) + "."] if near else []
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
@@ -275,8 +267,8 @@ def _where(gpu: str, ceiling: str) -> str:
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
     bases = []
-    for e in (e for e in _entries(pub) if e.get("ruled_out")):
-        by = _field(e, "ruled_by")
+    for e in (e for e in ct.entries(pub) if e.get("ruled_out")):
+        by = ct.field(e, "ruled_by")
         where = _where(str(by.get("gpu") or ""), f"{by.get('limit')} ceiling")
         bases.append((f"\u201c{e.get('name') or '?'}\u201d", by.get("ratio"), where))
     return _impossible(bases)
@@ -289,7 +281,7 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
 
 
 def _derived(r: Mapping[str, Any]) -> str:
-    d = _field(r, "derived")
+    d = ct.field(r, "derived")
     if not _is_num(d.get("value")):
         return ""
     value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
@@ -315,7 +307,7 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
-    entries = [e for e in _entries(r) if not e.get("ruled_out")] or [r]
+    entries = [e for e in ct.entries(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if not placed:
         return ""
@@ -329,7 +321,7 @@ def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
 
 
 def _near_finding(r: Mapping[str, Any]) -> str:
-    c, near = _field(r, "closest"), _field(r, "near")
+    c, near = ct.field(r, "closest"), ct.field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(point_ratio(c))
     if near.get("points") and _is_num(lo) and _is_num(hi):
@@ -368,23 +360,23 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
         return str(run["verdict"])
     if phys.get("verdict") == "impossible":
         return "impossible as stated"
-    if any(e.get("ruled_out") for e in _entries(pub)):
+    if any(e.get("ruled_out") for e in ct.entries(pub)):
         return "depends on what is counted"
-    placed = [str(e.get("verdict")) for e in _entries(pub) or [pub] if e.get("verdict") in PLACED]
+    placed = [str(e.get("verdict")) for e in ct.entries(pub) or [pub] if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
-    if _field(phys, "derived").get("exact"):
+    if ct.field(phys, "derived").get("exact"):
         return "exact"
     return "plausible" if phys.get("verdict") == "possible" else "unsettled"
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
     """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points``, or empty."""
-    near = _field(pub, "near")
+    near = ct.field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
         return ""
-    entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
+    entry = next((e for e in ct.entries(pub) if e.get("name") == near.get("basis")), {})
     if not entry.get("conversion"):
         return ""
     name = str(near.get("head") or near["basis"])
@@ -394,7 +386,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     ratios = f"{span_text(lo, hi, 'x')} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
     out += "" if step else f" ({span})"
-    lp = _field(pub, "list_price")
+    lp = ct.field(pub, "list_price")
     if _is_num(lp.get("ratio")):
         out += f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
     return out
@@ -408,7 +400,7 @@ def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> l
 
 
 def _condition(phys: Mapping[str, Any]) -> str:
-    cond, wl = _field(phys, "condition"), _field(phys, "workload")
+    cond, wl = ct.field(phys, "condition"), ct.field(phys, "workload")
     if not cond:
         return ""
     tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
@@ -419,7 +411,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     """The landing's finding (within :data:`FINDING_WORDS`): the decisive physics clause, the
     published placing or near points, a run on the claim's hardware, the supported basis."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
-    nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
+    nothing = pub.get("verdict") == "none published" and not ct.field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""
     placed = _placed(pub)
     published = placed or _near_finding(pub)
