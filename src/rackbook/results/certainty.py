@@ -102,20 +102,17 @@ def side(lo: object, hi: object) -> str:
 
 def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
     """Near points on both sides of the claim on one basis: no move; above and below: -1."""
-    per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
-    sides = [
-        (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
-        for b in per
-    ]
-    inside = [(n, b) for n, b, side in sides if side == "inside"]
-    if inside:
-        n, b = inside[0]
+    by: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for b in (b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)):
+        where = side(b.get("ratio_low"), b.get("ratio_high"))
+        by.setdefault(where, []).append((str(b.get("basis") or "its basis"), b))
+    if "inside" in by:
+        n, b = by["inside"][0]
         span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
         return 0, _reason("corroborated by", f"near points on both sides of the claim as {n}", span)
-    above = [n for n, _, side in sides if side == "above"]
-    below = [n for n, _, side in sides if side == "below"]
-    if above and below:
-        apart = f"the claim above every near point as {above[0]}, below every one as {below[0]}"
+    if "above" in by and "below" in by:
+        above, below = by["above"][0][0], by["below"][0][0]
+        apart = f"the claim above every near point as {above}, below every one as {below}"
         return -1, _reason("lowered by", "an unknown basis", apart)
     return 0, None
 
@@ -188,11 +185,8 @@ def certainties(
     result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
 ) -> list[Certainty]:
     """The certainty of each claim of ``result`` with readings, in registry order."""
-    reg = registry or load_claims()
-    rs = [r for r in readings if isinstance(r, Mapping)]
-    out = []
-    for c in reg.for_result(result):
-        mine = [r for r in rs if r.get("claim_id") == c.id]
-        if mine:
-            out.append(certainty(mine, c))
-    return out
+    mine: dict[str, list[Mapping[str, Any]]] = {}
+    for r in readings:
+        mine.setdefault(str(r.get("claim_id")), []).append(r)
+    claims = (registry or load_claims()).for_result(result)
+    return [certainty(mine[c.id], c) for c in claims if c.id in mine]

@@ -197,10 +197,12 @@ def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], ever
     return text + (f" (closest, which does not decide: {_closest(near)})" if near else "") + "."
 
 
-def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
+def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
+    """A published reading per basis: the bases physics rules out, then one sentence per
+    verdict (and kind of point) naming its bases."""
     entries, out = ct.entries(r), []
     gone = [e for e in entries if e.get("ruled_out")]
-    if kind == "published" and gone and len(gone) < len(entries):
+    if gone and len(gone) < len(entries):
         names = _names([str(e.get("name") or "?") for e in gone])
         out.append(f"Physics rules out {names}; the published reading is of the other bases.")
         entries = [e for e in entries if not e.get("ruled_out")]
@@ -208,12 +210,12 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
     for e in entries:
         groups.setdefault((str(e.get("verdict", "")), bool(e.get("modelled"))), []).append(e)
     for (verdict, modelled), es in groups.items():
-        if kind == "published" and verdict == "none published":
+        if verdict == "none published":
             out.append(_none_published(r, es, len(es) == len(entries)))
             continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
         sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
-        body = _body(kind, figure, sub, hardware, MODELLED if modelled else POINT)
+        body = _body("published", figure, sub, "", MODELLED if modelled else POINT)
         out.append(f"As {names}, {body}.")
         figure = "it"
     return out
@@ -228,8 +230,8 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             named = "it" if sentences else figure
-            if r.get("by_basis"):
-                sentences += _per_basis(kind, named, r, hardware)
+            if kind == "published" and r.get("by_basis"):
+                sentences += _per_basis(named, r)
             else:
                 basis = _short_basis(r)
                 body = _body(kind, named, r, hardware)
