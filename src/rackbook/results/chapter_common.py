@@ -24,9 +24,8 @@ def reading(
     claim_id: str, which: str, verdict: str, margin: str, clauses: Iterable[str], **kw: Any
 ) -> headline.ClaimReading:
     """A ``which`` reading whose reason is the non-empty ``clauses`` joined by "; "."""
-    kept = tuple(c for c in clauses if c)
-    reason = "; ".join(kept)
-    return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
+    reason = "; ".join(c for c in clauses if c)
+    return headline.ClaimReading(claim_id, which, verdict, margin, reason, **kw)
 
 
 def readings(

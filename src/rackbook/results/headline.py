@@ -101,7 +101,6 @@ class ClaimReading:
     workload: dict[str, float] | None = None  # isl, osl: tokens per request
     condition: dict[str, str] | None = None
     synthetic: bool = False
-    clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
