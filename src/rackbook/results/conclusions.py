@@ -15,6 +15,7 @@ from rackbook.results import certainty as ct
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
 from rackbook.results.comparability import near_text
 from rackbook.results.published_rows import point_ratio, point_value, span_text
+from rackbook.results.verdicts import brief
 
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: Most characters of a basis a sentence names; words of a reason standing for a margin; words
@@ -134,12 +135,9 @@ def _short_basis(r: Mapping[str, Any]) -> str:
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
     a = ct.field(r, "attainable")
-    e = ct.field(a, "expected")
-    if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
-        return (
-            f"; {ratio_text(e['ratio'])} what real deployments are expected to reach "
-            f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
-        )
+    expected = brief(ct.field(a, "expected"))
+    if expected:
+        return f"; {expected}"
     dep = str(a.get("deployment_name") or "")
     shown = f" ({dep})" if named and dep and not dep.startswith(DEFAULT_DEPLOYMENT) else ""
     if a.get("brief"):
