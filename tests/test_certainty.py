@@ -1,5 +1,5 @@
 """The graded certainty (:mod:`rackbook.results.certainty`) and the decisive finding
-(:func:`rackbook.results.conclusions.finding`): each named reason moves the grade, the shipped
+(:func:`rackbook.results.conclusions.summarize`): each named reason moves the grade, the shipped
 traces give at least three grades, each with reasons, the headline JSON carries them, and no
 landing sentence contradicts its chapter."""
 
@@ -231,8 +231,8 @@ def test_no_landing_finding_contradicts_its_chapter(result):
     doc = {"result": result, "readings": [asdict(r) for r in out.readings]}
     box = chapter.conclusion_markdown(out)
     for c in cc.conclusions(doc):
-        f, words = c.finding.lower(), c.text.lower()
         s = cc.summarize(load_claims().get(c.claim_id), doc["readings"])  # the box's words
+        f, words = s.finding.lower(), c.text.lower()
         assert chapter._md_cell(s.finding) in box
         assert chapter._md_cell(c.text) in box
         mine = {r["reading"]: r for r in doc["readings"] if r["claim_id"] == c.claim_id}
@@ -252,36 +252,40 @@ def test_no_landing_finding_contradicts_its_chapter(result):
                 assert word.split()[0] in words, (c.claim_id, word)
         if "near published point" in f:
             assert "near evidence" in words, c.claim_id
-        for x in _RATIO.findall(c.finding) + _NUMBER.findall(c.finding):
+        for x in _RATIO.findall(s.finding) + _NUMBER.findall(s.finding):
             assert x in source, (c.claim_id, x)
 
 
 def test_the_rack_row_says_impossible_per_gpu_not_undecided():
     out = _outcome("rack-scaling")
     doc = {"result": "rack-scaling", "readings": [asdict(r) for r in out.readings]}
-    c = next(c for c in cc.conclusions(doc) if c.claim_id == "rack-scaling.throughput")
-    assert c.finding.startswith("Impossible as \u201cper GPU, output tokens\u201d (3.94x")
-    assert "physics does not settle" not in c.finding.lower()
-    assert "possible as the rack's total (13,250 per GPU)" in c.finding
+    found = cc.summarize(load_claims().get("rack-scaling.throughput"), doc["readings"]).finding
+    assert found.startswith("Impossible as computed tokens per GPU (3.94x")
+    assert "physics does not settle" not in found.lower()
+    assert "the evidence supports the node's throughput per GPU" in found
 
 
 def test_the_finding_follows_each_reading():
     claim = load_claims().get(CLAIM)
-    base = cc.finding(claim, _rs(physics={"margin": "9% of the ceiling"}))
-    assert base == "Physically possible (9% of the ceiling)."
+
+    def finding(rs):
+        return cc.summarize(claim, rs).finding
+
+    base = finding(_rs(physics={"margin": "9% of the ceiling"}))
+    assert base == "Physically possible: 9% of the ceiling. Nothing comparable is published."
     near = {"near": NEAR, "closest": {**CLOSEST, "ratio": 1.81, "value": 456.6, "unit": "tok/s"}}
-    assert cc.finding(claim, _rs(published=near)).endswith(
+    assert finding(_rs(published=near)).endswith(
         "The closest near published point is a published point: 456.6 tok/s, the claim 1.81x it."
     )
     either = {"near": {**NEAR, "ratio_low": 0.5, "basis": "mean TPOT"}, "closest": near["closest"]}
-    assert cc.finding(claim, _rs(published=either)).endswith(
+    assert finding(_rs(published=either)).endswith(
         "The claim is 0.5x to 3x the 2 near published points, on both sides of it as mean TPOT."
     )
-    run = cc.finding(claim, _rs(run={"verdict": "consistent", "margin": "+1.0%"}))
-    assert run.endswith("Measured on B300 GPUs here, it holds (+1.0%).")
+    run = finding(_rs(run={"verdict": "consistent", "margin": "+1.0%"}))
+    assert "Measured on B300 GPUs here, it holds (+1.0%)." in run
     derived = {"value": 826, "unit": "tok/s", "from": "the data sheet", "exact": True}
     derived["how"] = "2 x 413"
-    assert cc.finding(claim, _rs(physics={"derived": derived})) == (
+    assert finding(_rs(physics={"derived": derived})).startswith(
         "Exactly what the data sheet give (826 tok/s: 2 x 413)."
     )
 

@@ -161,7 +161,7 @@ def test_conclusion_markdown_states_the_finding_first_the_claim_after():
     md = chapter.conclusion_markdown(_outcome())
     assert md.startswith("::::{admonition} What this chapter concludes\n:class: rb-conclusion\n")
     first = md.splitlines()[2]  # the finding, in bold, with its verdict word
-    assert first.startswith("**< 6 % — consistent. Physically possible (0.5x the ceiling); ")
+    assert first.startswith("**< 6 % — consistent. Physically possible: 0.5x the ceiling; ")
     assert "0.123x what measured kernels reach" in first and first.endswith("**<br>")
     assert "The claim: vLLM's decode throughput" in md and md.count("Certainty: moderate") == 1
     words = md.split(":::{dropdown} Each reading in words, and why this certainty\n")[1]

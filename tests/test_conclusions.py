@@ -62,7 +62,7 @@ def test_sentence_states_each_reading(claim):
     [
         ({"physics": "possible"}, "is physically possible"),
         ({"physics": "undetermined"}, "Physics does not settle 954,000 tok/s"),
-        ({"published": "within"}, "sits within the published like-for-like measurements"),
+        ({"published": "within"}, "is within the published like-for-like measurements"),
         ({"published": "above"}, "above every published like-for-like measurement"),
         ({"run": "consistent"}, "measured on a GB300 NVL72 here, it holds (+2.0%)"),
         ({"run": "inconsistent"}, "it does not hold"),
@@ -94,7 +94,7 @@ def test_one_sentence_per_basis_and_unknown_fields_ignored(claim):
     assert c.sentences[1] == (
         "As decode tokens per GPU, it is physically impossible: 3.94x the decode compute ceiling."
     )
-    assert c.sentences[2] == "It sits within the published like-for-like measurements: 1.2x."
+    assert c.sentences[2] == "It is within the published like-for-like measurements: 1.2x."
     rs[1] = {**rs[1], "margin": "-"}  # without a margin, the closest point says where it sits
     c = cc.conclude(claim, rs)
     assert "closest like-for-like point: SGLang on GB300" in c.sentences[2]
@@ -124,7 +124,7 @@ def test_readings_given_per_basis_name_each_basis(claim):
         "No like-for-like measurement is published as \u201cper GPU, output tokens\u201d."
     )
     assert c.sentences[2] == (
-        "As \u201ca rack total over 72 GPUs\u201d, it sits within the published like-for-like "
+        "As \u201ca rack total over 72 GPUs\u201d, it is within the published like-for-like "
         "measurements: 0.93x the highest."
     )
     assert c.grade == "near evidence or exact derivation"  # placed on 1 of 2: one level lower
@@ -247,10 +247,12 @@ def test_the_split_finding_reads_the_data_not_the_sentences(claim):
         "Impossible as computed tokens per GPU (3.94x a GB300's decode ceiling) but possible "
         "as the rack's total (13,250 per GPU)"
     )
-    finding = cc.finding(claim, _nonsense(_split()))
+    impossible = _nonsense(_split())
+    impossible[0]["verdict"] = "impossible"  # the finding names the bases ruled out first
+    finding = cc.summarize(claim, impossible).finding
     ruled = "Impossible as \u201cper GPU, output tokens\u201d (3.94x a GB300's compute ceiling);"
     assert finding.startswith(ruled)
-    assert finding.endswith("; possible as the rack's total (13,250 per GPU).")
+    assert "; possible as the rack's total (13,250 per GPU)." in finding
 
 
 def test_no_shipped_verdict_or_grade_depends_on_the_wording(shipped_chapter):

@@ -66,7 +66,7 @@ def test_at_a_glance_gives_each_claim_a_verdict_finding_and_plain_grade(tmp_path
     assert cells[0].startswith("**826 tok/s**: A specialised decode path")
     assert cells[1] == "**above published**"
     assert cells[2] == (
-        "Physically possible: physics reason. Above every published like-for-like point."
+        "Physically possible: physics reason. Above every published like-for-like measurement."
     )
     assert cells[3] == "**moderate**: like-for-like published figures"
     assert cells[4] == "not run"  # the reference column

@@ -46,7 +46,6 @@ def _chapter_texts(result: str) -> Iterator[tuple[str, str]]:
     doc = {"result": out.result, "readings": [asdict(r) for r in out.readings]}
     for c in conclusions(doc):
         yield f"conclusion {c.claim_id}", f"{c.text} {c.grade}"
-        yield f"finding {c.claim_id}", c.finding
         yield f"certainty {c.claim_id}", f"{c.grade}: {c.certainty.note}"
     for claim in load_claims().for_result(result):
         s = summarize(claim, doc["readings"])

@@ -63,10 +63,20 @@ def _reason(label: str, words: str, aside: str = "") -> Reason:
     return label, f"{words} ({aside})" if aside else words
 
 
+def field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else empty."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A published reading's ``by_basis`` entries."""
+    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+
+
 def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A published reading's ``by_basis`` entries not ruled out, or itself on one basis."""
-    entries = [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-    return [e for e in entries if not e.get("ruled_out")] or ([] if entries else [r])
+    return [e for e in entries(r) if not e.get("ruled_out")] or ([] if entries(r) else [r])
 
 
 def _difference(d: Mapping[str, Any]) -> str:
@@ -92,20 +102,17 @@ def side(lo: object, hi: object) -> str:
 
 def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
     """Near points on both sides of the claim on one basis: no move; above and below: -1."""
-    per = [b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)]
-    sides = [
-        (str(b.get("basis") or "its basis"), b, side(b.get("ratio_low"), b.get("ratio_high")))
-        for b in per
-    ]
-    inside = [(n, b) for n, b, side in sides if side == "inside"]
-    if inside:
-        n, b = inside[0]
+    by: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for b in (b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)):
+        where = side(b.get("ratio_low"), b.get("ratio_high"))
+        by.setdefault(where, []).append((str(b.get("basis") or "its basis"), b))
+    if "inside" in by:
+        n, b = by["inside"][0]
         span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
         return 0, _reason("corroborated by", f"near points on both sides of the claim as {n}", span)
-    above = [n for n, _, side in sides if side == "above"]
-    below = [n for n, _, side in sides if side == "below"]
-    if above and below:
-        apart = f"the claim above every near point as {above[0]}, below every one as {below[0]}"
+    if "above" in by and "below" in by:
+        above, below = by["above"][0][0], by["below"][0][0]
+        apart = f"the claim above every near point as {above}, below every one as {below}"
         return -1, _reason("lowered by", "an unknown basis", apart)
     return 0, None
 
@@ -126,9 +133,8 @@ def _evidence(
         return 4 - len(out), out
     if near.get("points") and near.get("verified"):
         out = [_reason("rests on", f"{len(near['points'])} near published points")]
-        c = pub.get("closest")
-        c = c if isinstance(c, Mapping) else {}
-        diffs = [_difference(d) for d in c.get("differing") or [] if isinstance(d, Mapping)]
+        differing = field(pub, "closest").get("differing") or []
+        diffs = [_difference(d) for d in differing if isinstance(d, Mapping)]
         out += [("held back by", ", ".join(diffs))] if diffs else []
         change, reason = _near_bases(near)
         return 2 + change, out + ([reason] if reason else [])
@@ -139,7 +145,7 @@ def _evidence(
 
 
 def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
-    closest = pub.get("closest") if isinstance(pub.get("closest"), Mapping) else None
+    closest = field(pub, "closest")
     if near.get("points") and not near.get("verified"):
         return [_reason("held back by", "near points read only second-hand (NOT VERIFIED)")]
     if closest and closest.get("kind") == "analogue" and not near.get("points"):
@@ -160,8 +166,7 @@ def certainty(
         margin = str(run.get("margin") or "-")
         why = _reason("rests on", "a run on the claim's hardware", "" if margin == "-" else margin)
         return Certainty(cid, 4, (why,))
-    near: Mapping[str, Any] = pub["near"] if isinstance(pub.get("near"), Mapping) else {}
-    derived: Mapping[str, Any] = phys["derived"] if isinstance(phys.get("derived"), Mapping) else {}
+    near, derived = field(pub, "near"), field(phys, "derived")
     level, reasons = _evidence(pub, near, derived)
     placed = reasons[0][1] == "like-for-like published figures"
     stated = "a primary text stating the same figure"
@@ -180,11 +185,8 @@ def certainties(
     result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
 ) -> list[Certainty]:
     """The certainty of each claim of ``result`` with readings, in registry order."""
-    reg = registry or load_claims()
-    rs = [r for r in readings if isinstance(r, Mapping)]
-    out = []
-    for c in reg.for_result(result):
-        mine = [r for r in rs if r.get("claim_id") == c.id]
-        if mine:
-            out.append(certainty(mine, c))
-    return out
+    mine: dict[str, list[Mapping[str, Any]]] = {}
+    for r in readings:
+        mine.setdefault(str(r.get("claim_id")), []).append(r)
+    claims = (registry or load_claims()).for_result(result)
+    return [certainty(mine[c.id], c) for c in claims if c.id in mine]

@@ -24,9 +24,8 @@ def reading(
     claim_id: str, which: str, verdict: str, margin: str, clauses: Iterable[str], **kw: Any
 ) -> headline.ClaimReading:
     """A ``which`` reading whose reason is the non-empty ``clauses`` joined by "; "."""
-    kept = tuple(c for c in clauses if c)
-    reason = "; ".join(kept)
-    return headline.ClaimReading(claim_id, which, verdict, margin, reason, clauses=kept, **kw)
+    reason = "; ".join(c for c in clauses if c)
+    return headline.ClaimReading(claim_id, which, verdict, margin, reason, **kw)
 
 
 def readings(
@@ -45,13 +44,15 @@ def modelled(
     return headline.Headline(name, value, unit, definition, claim_id, "modelled", verdict, reason)
 
 
-def headlines(rows: Iterable[tuple[Any, ...]], **where: Any) -> list[headline.Headline]:
-    """One headline per row: (reading it speaks to, or an unclaimed value's reason; name, value,
-    unit, definition)."""
+def headlines(
+    rows: Iterable[tuple[Any, ...]], kind: str = "modelled", **where: Any
+) -> list[headline.Headline]:
+    """One headline per row: (reading it speaks to, with its verdict and reason, or an unclaimed
+    value's reason; name, value, unit, definition)."""
     return [
-        headline.spoken(r, name, value, unit, what, **where)
+        headline.Headline(name, value, unit, what, r.claim_id, kind, r.verdict, r.reason, **where)
         if isinstance(r, headline.ClaimReading)
-        else headline.unclaimed(name, value, unit, what, r, **where)
+        else headline.unclaimed(name, value, unit, what, r, kind, **where)
         for r, name, value, unit, what in rows
     ]
 

@@ -5,13 +5,12 @@ only where a reading needs them (benchmarks/check_speed.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import orjson
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
@@ -22,6 +21,7 @@ from rackbook.physics import check
 
 #: Relative tolerance of the this-run reading; how many published points the output names.
 REL_TOL, CLOSEST = 0.10, 3
+NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def build_per_gpu_points() -> dict[str, Any]:
         rec |= dict(
             verified=bool(p["verified"]), gpus=None if pd.isna(p["gpus"]) else int(p["gpus"])
         )
-        out.append(_clean(rec))
+        out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
     return {"points": out, "weights": WEIGHTS}
 
 
@@ -122,6 +122,16 @@ def published_per_gpu_points() -> dict[str, Any]:
     published = sorted(p for p in (data / "published").rglob("*") if p.is_file())
     files = [data / "claims.yaml", *published]
     return loader.derived("published-per-gpu", files, build_per_gpu_points)
+
+
+def point_text(p: dict[str, Any]) -> str:
+    """``value unit (model, hardware, N GPUs): figure 1.2x; mismatch; url``."""
+    gpus = "?" if p["gpus"] is None else int(p["gpus"])
+    ratio = "no ratio" if p["ratio"] is None else ratio_text(p["ratio"])
+    return (
+        f"{p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
+        f"figure {ratio}; {p['mismatch']}; {p['url']}"
+    )
 
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
@@ -154,12 +164,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
-    best = rows[0]
-    ratio = f"the figure is {ratio_text(best['ratio'])} it" if best["ratio"] else "no ratio"
-    near = (
-        f"closest: {best['value']:,.6g} {best['unit']} ({best['model']}, {best['hardware']}; "
-        f"{best['mismatch']}), {ratio}, {best['url']}"
-    )
+    near = f"closest: {point_text(closest[0])}"
     like = [r for r in rows if r["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
@@ -200,9 +205,8 @@ def this_run(
     kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
     kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
-    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, **kw)
-    # the figure checked is the one given (--tok-s), not a published one
-    return CheckVerdict(r.verdict, r.reason.replace("from the published ", "from the figure's "))
+    r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
+    return CheckVerdict(r.verdict, r.reason)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -318,52 +322,36 @@ def readings(
         registry.check_trace(None, args.trace, "--trace")
     if args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
-    conc = args.concurrency if args.concurrency is not None else args.batch
-    share_arg = args.cached_share
-    unknown, threshold = share_arg == "unknown", None
-    kw = _check_kwargs(args)
-    share = 0.0 if share_arg is None or unknown else float(share_arg)
+    share_arg, kw = args.cached_share, _check_kwargs(args)
+    unknown, t = share_arg == "unknown", None
+    known = None if share_arg is None or unknown else float(share_arg)
     if unknown:
-        threshold = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        share = threshold.share or 0.0
+        t = check.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
+    share = (t.share if t else known) or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
-    verdict, reason = c.verdict, c.reason
-    if threshold is not None:
-        verdict, reason = threshold.verdict, threshold.formula
-    att, att_text = _attainable(args, c, unknown and threshold is not None and bool(share))
+    verdict, reason = (t.verdict, t.formula) if t else (c.verdict, c.reason)
+    att, att_text = _attainable(args, c, t is not None and bool(share))
     exp, exp_text = _expected(args, c)
     extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
-    extra |= {"expected_text": exp_text, "threshold": None}
-    if threshold is not None:
-        ratios = {k: getattr(threshold, k) for k in ("ratio_uncached", "ratio_cached")}
-        extra["threshold"] = {"cached_share": threshold.share} | ratios
+    extra["expected_text"] = exp_text
+    extra["threshold"] = t and dict(
+        cached_share=t.share, ratio_uncached=t.ratio_uncached, ratio_cached=t.ratio_cached
+    )
     extra |= {"assumed": assumed(args, c), "per": per_of(args), "per_assumed": args.per is None}
     facts = "limit ratio ceiling_tok_s_per_gpu fractions claimed_tok_s_per_gpu workload".split()
-    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null (_clean)
+    extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null
     ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
     phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
     model = catalogs.as_model(args.model)
-    known = None if share_arg is None or unknown else float(share_arg)
-    gpu, sizes = catalogs.as_gpu(c.gpu).label, (args.isl, args.osl, known, conc)
+    sizes = (args.isl, args.osl, known, kw["batch"])
+    gpu = catalogs.as_gpu(c.gpu).label
     wb = workload_basis(
         model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
     )
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
     return c, phys, pub, run
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def cli_check(args: argparse.Namespace) -> int:
@@ -399,14 +387,9 @@ def cli_check(args: argparse.Namespace) -> int:
     print(f"basis: {pub.extra.get('basis')}")
     print(f"published: {pub.verdict} ({pub.reason})")
     for p in pub.extra.get("closest", []):
-        gpus = "?" if p["gpus"] is None else int(p["gpus"])
-        ratio = "no ratio" if p["ratio"] is None else ratio_text(p["ratio"])
-        print(
-            f"  {p['value']:,.6g} {p['unit']} ({p['model']}, {p['hardware']}, {gpus} GPUs): "
-            f"figure {ratio}; {p['mismatch']}; {p['url']}"
-        )
+        print(f"  {point_text(p)}")
     print(f"this run: {run.verdict} ({run.reason})")
     if args.json:
         out = {"physics": phys.to_dict(), "published": pub.to_dict(), "this_run": run.to_dict()}
-        print(json.dumps(_clean(out), allow_nan=False))
+        print(orjson.dumps(out, option=NUMPY).decode())  # NaN, infinity: null
     return 0

@@ -1,6 +1,6 @@
 """The book's words about each claim, made once from its readings' fields (headline JSON dicts):
-:func:`conclude` every reading, :func:`finding` the decisive point, :func:`summarize` the
-landing's row. No sentence a reading carries is cut or parsed."""
+:func:`conclude` every reading (each clause from one table, :data:`SAY`), :func:`summarize` the
+landing's row and its decisive finding. No sentence a reading carries is cut or parsed."""
 
 from __future__ import annotations
 
@@ -11,16 +11,36 @@ from typing import Any, TypeGuard
 
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.results import certainty as ct
 from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
 from rackbook.results.comparability import near_text
 from rackbook.results.published_rows import point_ratio, point_value, span_text
+from rackbook.results.verdicts import brief
 
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: Most characters of a basis a sentence names; words of a reason standing for a margin; words
 #: of a landing cell's finding.
 SHORT_BASIS, SHORT_REASON, FINDING_WORDS = 60, 20, 40
-#: Where published points place a figure, by verdict; ``{}``: what it is placed against.
-PLACES = {"within": "within the {}s", "above": "above every {}", "below": "below every {}"}
+#: What a published verdict places a figure against: like-for-like points, else cost models.
+POINT, MODELLED = "published like-for-like measurement", "modelled price"
+#: Every reading's clause, by (reading, verdict; "synthetic": untested on a synthetic input):
+#: ``{f}`` the figure (or "it"), ``{s}`` "<figure> is " (or nothing), ``{hw}`` the claim's
+#: hardware, ``{m}`` " (margin)", ``{of}`` what a published verdict places it against.
+SAY: dict[tuple[str, str], str] = {
+    ("physics", "possible"): "{s}physically possible",
+    ("physics", "impossible"): "{s}physically impossible",
+    ("physics", "undetermined"): "physics does not settle {f}",
+    ("published", "within"): "{s}within the {of}s",
+    ("published", "above"): "{s}above every {of}",
+    ("published", "below"): "{s}below every {of}",
+    ("published", "none published"): "no like-for-like measurement is published",
+    ("this run", "consistent"): "measured on {hw} here, {f} holds{m}",
+    ("this run", "inconsistent"): "measured on {hw} here, {f} does not hold{m}",
+    ("this run", "untested"): "not tested on {hw} here",
+    ("this run", "synthetic"): "not measured here: this chapter's input is synthetic",
+}
+#: The landing's verdict words a published placing decides.
+PLACED_WORDS = ("consistent", "above published", "below published")
 #: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
 #: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
@@ -44,7 +64,7 @@ VERDICT_WORDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Conclusion:
-    """A claim's conclusion: figure, statement, sentences, certainty and finding."""
+    """A claim's conclusion: figure, statement, sentences and certainty."""
 
     claim_id: str
     result: str
@@ -52,7 +72,6 @@ class Conclusion:
     statement: str
     sentences: tuple[str, ...]
     certainty: Certainty
-    finding: str = ""
 
     @property
     def grade(self) -> str:
@@ -103,19 +122,9 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    v = r.get(key)
-    return v if isinstance(v, Mapping) else {}
-
-
 def _margin(r: Mapping[str, Any]) -> str:
     text = str(r.get("margin") or "").strip()
     return "" if text == "-" else text
-
-
-def _gist(r: Mapping[str, Any]) -> str:
-    reason = str(r.get("reason") or "")
-    return _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
 
 
 def _short_basis(r: Mapping[str, Any]) -> str:
@@ -123,19 +132,12 @@ def _short_basis(r: Mapping[str, Any]) -> str:
     return b if len(b) <= SHORT_BASIS and not any(ch in b for ch in ";|") else ""
 
 
-def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
-
-
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
-    a = _field(r, "attainable")
-    e = _field(a, "expected")
-    if all(_is_num(e.get(k)) for k in ("ratio", "tok_s_per_gpu", "low", "high")):
-        return (
-            f"; {ratio_text(e['ratio'])} what real deployments are expected to reach "
-            f"(~{e['tok_s_per_gpu']:,.0f}, {e['low']:,.0f}-{e['high']:,.0f} tok/s per GPU)"
-        )
+    a = ct.field(r, "attainable")
+    expected = brief(ct.field(a, "expected"))
+    if expected:
+        return f"; {expected}"
     dep = str(a.get("deployment_name") or "")
     shown = f" ({dep})" if named and dep and not dep.startswith(DEFAULT_DEPLOYMENT) else ""
     if a.get("brief"):
@@ -147,11 +149,14 @@ def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     return ""
 
 
-def _physics(figure: str, r: Mapping[str, Any], why: str) -> str:
+def say(kind: str, r: Mapping[str, Any], f: str, hw: str = "", of: str = POINT) -> str:
+    """Reading ``r`` of kind ``kind`` as :data:`SAY`'s clause about ``f`` (the figure, "it", or
+    nothing: a verdict without its subject)."""
     verdict = str(r.get("verdict", ""))
-    head = f"{figure} is physically {verdict}" if figure else f"physically {verdict}"
-    head = f"physics does not settle {figure}" if verdict == "undetermined" else head
-    return head + (f": {why}" if why else "")
+    verdict = "synthetic" if verdict == "untested" and r.get("synthetic") else verdict
+    m = f" ({_margin(r)})" if _margin(r) else ""
+    text = SAY.get((kind, verdict), f"the {kind} reading is {verdict}")
+    return text.format(f=f or "it", s=f"{f} is " if f else "", hw=hw, m=m, of=of)
 
 
 def _closest(c: Any) -> str:
@@ -162,29 +167,21 @@ def _closest(c: Any) -> str:
     return who + (f": {value}{point_ratio(c)}" if value else point_ratio(c))
 
 
-def _published(figure: str, r: Mapping[str, Any]) -> str:
-    verdict, margin = str(r.get("verdict", "")), _margin(r)
-    if verdict == "none published":
-        analogue = _field(r, "closest").get("kind") == "analogue"
-        only = " (only analogues, which do not decide)" if analogue else ""
-        return f"no like-for-like measurement is published{only}"
-    place = PLACES.get(verdict, "").format("published like-for-like measurement")
-    text = f"{figure} {'sits' if verdict == 'within' else 'is'} {place}"
-    text = text if place else f"the published reading of {figure} is {verdict}"
-    if margin:
-        return f"{text}: {margin}"
+def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> str:
+    """:func:`say`'s clause with what the reading adds: physics its reason and attainable
+    estimate, published its margin (else closest point), or why nothing decides."""
+    head = say(kind, r, f, hw, of)
+    if kind == "physics":
+        return head + (f": {r['reason']}" if r.get("reason") else "") + _attainable(r)
+    if kind != "published":
+        return head
+    if r.get("verdict") == "none published":
+        analogue = ct.field(r, "closest").get("kind") == "analogue"
+        return head + (" (only analogues, which do not decide)" if analogue else "")
+    if _margin(r):
+        return f"{head}: {_margin(r)}"
     closest = r.get("closest")
-    return text + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
-
-
-def _this_run(figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    margin = f" ({_margin(r)})" if _margin(r) else ""
-    holds = {"consistent": "holds", "inconsistent": "does not hold"}.get(str(r.get("verdict")))
-    if holds:
-        return f"measured on {hardware} here, {figure} {holds}{margin}"
-    if r.get("synthetic"):  # untested
-        return "not measured here: this chapter's input is synthetic"
-    return f"not tested on {hardware} here"
+    return head + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
 
 
 def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
@@ -198,10 +195,12 @@ def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], ever
     return text + (f" (closest, which does not decide: {_closest(near)})" if near else "") + "."
 
 
-def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> list[str]:
-    entries, out = _entries(r), []
+def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
+    """A published reading per basis: the bases physics rules out, then one sentence per
+    verdict (and kind of point) naming its bases."""
+    entries, out = ct.entries(r), []
     gone = [e for e in entries if e.get("ruled_out")]
-    if kind == "published" and gone and len(gone) < len(entries):
+    if gone and len(gone) < len(entries):
         names = _names([str(e.get("name") or "?") for e in gone])
         out.append(f"Physics rules out {names}; the published reading is of the other bases.")
         entries = [e for e in entries if not e.get("ruled_out")]
@@ -209,31 +208,15 @@ def _per_basis(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> l
     for e in entries:
         groups.setdefault((str(e.get("verdict", "")), bool(e.get("modelled"))), []).append(e)
     for (verdict, modelled), es in groups.items():
-        if kind == "published" and verdict == "none published":
+        if verdict == "none published":
             out.append(_none_published(r, es, len(es) == len(entries)))
             continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
-        if modelled:
-            margin = f": {_margin(es[0])}" if _margin(es[0]) else ""
-            place = PLACES.get(verdict, verdict).format("modelled price")
-            body = (
-                f"{figure} is {place} (a cost model's rate, not a listed price nor a measurement)"
-            )
-            body += margin
-        else:
-            sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
-            body = _body(kind, figure, sub, hardware)
+        sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
+        body = _body("published", figure, sub, "", MODELLED if modelled else POINT)
         out.append(f"As {names}, {body}.")
         figure = "it"
     return out
-
-
-def _body(kind: str, figure: str, r: Mapping[str, Any], hardware: str) -> str:
-    if kind == "physics":
-        return _physics(figure, r, str(r.get("reason") or "")) + _attainable(r)
-    if kind == "published":
-        return _published(figure, r)
-    return _this_run(figure, r, hardware)
 
 
 def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
@@ -245,18 +228,18 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
     for kind in kinds:
         for r in (r for r in mine if r.get("reading") == kind):
             named = "it" if sentences else figure
-            if r.get("by_basis"):
-                sentences += _per_basis(kind, named, r, hardware)
+            if kind == "published" and r.get("by_basis"):
+                sentences += _per_basis(named, r)
             else:
                 basis = _short_basis(r)
                 body = _body(kind, named, r, hardware)
                 sentences.append(f"As {basis}, {body}." if basis else _cap(body) + ".")
-            near = near_text(_field(r, "near")) if kind == "published" else ""
+            near = near_text(ct.field(r, "near")) if kind == "published" else ""
             sentences += [_cap(near) + "."] if near else []
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
-    cert, found = certainty(mine, claim), finding(claim, mine, hardware)
-    return Conclusion(claim.id, claim.result, figure, claim.statement, (*sentences,), cert, found)
+    cert = certainty(mine, claim)
+    return Conclusion(claim.id, claim.result, figure, claim.statement, (*sentences,), cert)
 
 
 def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> list[Conclusion]:
@@ -267,20 +250,28 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     return [conclude(c, readings) for c in reg.for_result(str(result))]
 
 
-def _ruled_out(pub: Mapping[str, Any]) -> str:
+def _impossible(bases: list[tuple[str, Any, str]]) -> str:
+    """``impossible as A (3.94x a GB300's decode ceiling) or as B (2x)``: per (name, ratio or
+    None, where), each place named once in a row."""
     out, last = [], None
-    for e in _entries(pub):
-        if not e.get("ruled_out"):
-            continue
-        by, name = e.get("ruled_by"), f"\u201c{e.get('name') or '?'}\u201d"
-        if not isinstance(by, Mapping):
-            out.append(f"as {name}")
-            continue
-        gpu, ceiling = str(by.get("gpu") or ""), f"{by['limit']} ceiling"
-        where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
-        out.append(f"as {name} ({by['ratio']:.3g}x" + ("" if where == last else f" {where}") + ")")
-        last = where
+    for name, ratio, where in bases:
+        shown = "" if ratio is None else f"{ratio:.3g}x" + ("" if where == last else f" {where}")
+        out.append(f"as {name}" + (f" ({shown})" if shown else ""))
+        last = where if ratio is not None else last
     return "impossible " + " or ".join(out) if out else ""
+
+
+def _where(gpu: str, ceiling: str) -> str:
+    return f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
+
+
+def _ruled_out(pub: Mapping[str, Any]) -> str:
+    bases = []
+    for e in (e for e in ct.entries(pub) if e.get("ruled_out")):
+        by = ct.field(e, "ruled_by")
+        where = _where(str(by.get("gpu") or ""), f"{by.get('limit')} ceiling")
+        bases.append((f"\u201c{e.get('name') or '?'}\u201d", by.get("ratio"), where))
+    return _impossible(bases)
 
 
 def _possible_as(phys: Mapping[str, Any]) -> list[str]:
@@ -290,7 +281,7 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
 
 
 def _derived(r: Mapping[str, Any]) -> str:
-    d = _field(r, "derived")
+    d = ct.field(r, "derived")
     if not _is_num(d.get("value")):
         return ""
     value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
@@ -300,35 +291,37 @@ def _derived(r: Mapping[str, Any]) -> str:
     return f"{source} give {value}, not the claim's figure"
 
 
+def _physics_said(r: Mapping[str, Any]) -> str:
+    """:func:`say` of a physics reading with its margin, else its reason when short."""
+    reason = str(r.get("reason") or "")
+    gist = _margin(r) or (reason if words(reason) <= SHORT_REASON else "")
+    return say("physics", r, "") + (f": {gist}" if gist else "")
+
+
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     margin, ruled = _margin(r), _ruled_out(pub)
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
         return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
-    derived = _derived(r)
-    if derived:
-        return derived
-    if r.get("verdict") == "undetermined" or not margin:
-        return _physics("it" if r.get("verdict") == "undetermined" else "", r, _gist(r))
-    return f"physically {r.get('verdict')} ({margin})"
+    return _derived(r) or _physics_said(r)
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
-    entries = [e for e in _entries(r) if not e.get("ruled_out")] or [r]
+    entries = [e for e in ct.entries(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if not placed:
         return ""
     e = placed[0]
-    kind = "modelled price" if e.get("modelled") else "published like-for-like point"
     names = [str(x.get("name")) for x in placed if x.get("name") and x is not r]
     basis = f"as {_names(names)}, " if names and len(entries) > 1 else ""
     basis = basis or (f"as {_short_basis(r)}, " if _short_basis(r) else "")
     shown = _margin(e).removesuffix(MODELLED_NOTE) if margin else ""
-    return f"{basis}{PLACES[str(e['verdict'])].format(kind)}" + (f" ({shown})" if shown else "")
+    placing = say("published", e, "", of=MODELLED if e.get("modelled") else POINT)
+    return basis + placing + (f" ({shown})" if shown else "")
 
 
 def _near_finding(r: Mapping[str, Any]) -> str:
-    c, near = _field(r, "closest"), _field(r, "near")
+    c, near = ct.field(r, "closest"), ct.field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(point_ratio(c))
     if near.get("points") and _is_num(lo) and _is_num(hi):
@@ -343,31 +336,6 @@ def _near_finding(r: Mapping[str, Any]) -> str:
         flag = " (NOT VERIFIED)" if c.get("verified") is False else ""
         return f"the closest near published point is {_closest(c)}{flag}"
     return ""  # analogues never decide: the certainty's reasons name them
-
-
-def _finding(
-    claim: Claim, rs: Mapping[str, Mapping[str, Any]], hardware: str, named: bool
-) -> list[str]:
-    pub, phys, run = rs.get("published", {}), rs.get("physics"), rs.get("this run", {})
-    out = []
-    placed = _placed(pub) if pub else ""
-    if phys is not None and not (placed and phys.get("verdict") == "undetermined"):
-        out.append(_physics_finding(phys, pub) + _attainable(phys, named))
-    published = placed or (_near_finding(pub) if pub else "")
-    out += [published] if published else []
-    if run.get("verdict") in TESTED:
-        out.append(_this_run("it", run, hardware or _hardware(claim)))
-    return out
-
-
-def finding(
-    claim: Claim, readings: Iterable[Mapping[str, Any]], hardware: str = "", named: bool = True
-) -> str:
-    """The decisive finding about ``claim`` (``named`` False leaves the deployment out)."""
-    rs = {str(r.get("reading")): r for r in readings if r.get("claim_id", claim.id) == claim.id}
-    if not rs:
-        return f"{claim.value_text} has not been read yet: run the chapter"
-    return " ".join(_cap(s) + "." for s in _finding(claim, rs, hardware, named))
 
 
 def words(text: str) -> int:
@@ -392,23 +360,23 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
         return str(run["verdict"])
     if phys.get("verdict") == "impossible":
         return "impossible as stated"
-    if any(e.get("ruled_out") for e in _entries(pub)):
+    if any(e.get("ruled_out") for e in ct.entries(pub)):
         return "depends on what is counted"
-    placed = [str(e.get("verdict")) for e in _entries(pub) or [pub] if e.get("verdict") in PLACED]
+    placed = [str(e.get("verdict")) for e in ct.entries(pub) or [pub] if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
-    if _field(phys, "derived").get("exact"):
+    if ct.field(phys, "derived").get("exact"):
         return "exact"
     return "plausible" if phys.get("verdict") == "possible" else "unsettled"
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
     """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points``, or empty."""
-    near = _field(pub, "near")
+    near = ct.field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
         return ""
-    entry = next((e for e in _entries(pub) if e.get("name") == near.get("basis")), {})
+    entry = next((e for e in ct.entries(pub) if e.get("name") == near.get("basis")), {})
     if not entry.get("conversion"):
         return ""
     name = str(near.get("head") or near["basis"])
@@ -418,7 +386,7 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     ratios = f"{span_text(lo, hi, 'x')} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
     out += "" if step else f" ({span})"
-    lp = _field(pub, "list_price")
+    lp = ct.field(pub, "list_price")
     if _is_num(lp.get("ratio")):
         out += f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
     return out
@@ -426,16 +394,13 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
 
 def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
     needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
-    if needs:
-        where = f"a {gpu}'s {needs['ceiling']}" if gpu else f"the {needs['ceiling']}"
-        head = f"impossible as {needs['name']} ({needs['ratio']:.3g}x {where})"
-    else:
-        head = _ruled_out(pub)
+    bases = [(needs["name"], needs["ratio"], _where(gpu, needs["ceiling"]))] if needs else []
+    head = _impossible(bases) if needs else _ruled_out(pub)
     return [head, "".join(f" but possible as {p}" for p in _possible_as(phys))]
 
 
 def _condition(phys: Mapping[str, Any]) -> str:
-    cond, wl = _field(phys, "condition"), _field(phys, "workload")
+    cond, wl = ct.field(phys, "condition"), ct.field(phys, "workload")
     if not cond:
         return ""
     tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
@@ -443,25 +408,28 @@ def _condition(phys: Mapping[str, Any]) -> str:
 
 
 def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str) -> str:
+    """The landing's finding (within :data:`FINDING_WORDS`): the decisive physics clause, the
+    published placing or near points, a run on the claim's hardware, the supported basis."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
-    nothing = pub.get("verdict") == "none published" and not _field(pub, "near").get("points")
+    nothing = pub.get("verdict") == "none published" and not ct.field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""
+    placed = _placed(pub)
+    published = placed or _near_finding(pub)
     if word == "depends on what is counted":
         ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
         heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
-        heads = [_condition(phys) or _physics("it", phys, _gist(phys))]
-        sentences = [heads[0], none or _near_finding(pub)]
+        heads = [_condition(phys) or _physics_said(phys)]
+        sentences = [heads[0], none or published]
     else:
-        sentences = _finding(claim, rs, "", named=False)
-        published = _placed(pub) or _near_finding(pub)
-        sentences += [none] if none and not published else []
-        heads = [_physics_finding(phys, pub)]
-        if word in TESTED:
-            heads = [_this_run("it", run, _hardware(claim))]
-        elif word in ("consistent", "above published", "below published"):
-            heads = [_placed(pub), _placed(pub, margin=False)]
-    supported = supported_basis(pub) if pub else ""
+        said = _physics_finding(phys, pub) if phys else ""
+        shown = said and not (placed and phys.get("verdict") == "undetermined")
+        tested = say("this run", run, "", _hardware(claim)) if word in TESTED else ""
+        sentences = [said + _attainable(phys, named=False) if shown else "", published, tested]
+        sentences += [none] if not published else []
+        heads = [placed, _placed(pub, margin=False)] if word in PLACED_WORDS else [said]
+        heads = [tested] if tested else heads
+    supported = supported_basis(pub)
     if supported:
         fits = [h for h in heads if words(f"{h}; {supported}.") <= FINDING_WORDS]
         sentences = [f"{fits[0] if fits else heads[-1]}; {supported}"]

@@ -101,7 +101,6 @@ class ClaimReading:
     workload: dict[str, float] | None = None  # isl, osl: tokens per request
     condition: dict[str, str] | None = None
     synthetic: bool = False
-    clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         me, words = f"{self.claim_id} {self.reading}", VOCABULARY.get(self.reading)
@@ -126,19 +125,6 @@ def contradiction(verdict: str, ratio: float | None) -> str | None:
     if verdict == "impossible" and ratio < 1:
         return f"{ceiling_margin(ratio)!r}: a ratio below the ceiling"
     return None
-
-
-def spoken(
-    r: ClaimReading,
-    name: str,
-    value: float | int | str | None,
-    unit: str,
-    definition: str,
-    kind: str = "modelled",
-    **where: Any,
-) -> Headline:
-    """A headline value speaking to the claim of reading ``r``, with its verdict and reason."""
-    return Headline(name, value, unit, definition, r.claim_id, kind, r.verdict, r.reason, **where)
 
 
 def unclaimed(

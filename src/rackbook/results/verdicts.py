@@ -16,8 +16,8 @@ from rackbook.core import provenance
 from rackbook.core.units import percent, ratio_text
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
-from rackbook.physics.check import Check, physics_verdict
-from rackbook.results.headline import ClaimReading, ceiling_margin
+from rackbook.physics.check import Check
+from rackbook.results.headline import ClaimReading
 
 #: GPU name fragments (upper case) of the claims' hardware; what a served model's name contains.
 BLACKWELL_ULTRA: tuple[str, ...] = ("B300", "GB300")
@@ -67,16 +67,18 @@ def run_reading(
     what: str,
     run: dict[str, Any],
     needs: str,
+    against: str = "the published",
 ) -> ClaimReading:
     """``consistent`` when |measured / published - 1| <= ``rel_tol`` (a fraction), else
-    ``inconsistent``; ``untested`` when not ``testable`` or the value is unknown."""
+    ``inconsistent``; ``untested`` when not ``testable`` or the value is unknown (``against``:
+    whose figure ``published`` is)."""
     if not testable:
         return untested(claim_id, run, what, needs)
     if measured is None or not math.isfinite(measured):
         return ClaimReading(claim_id, "this run", "untested", "-", f"{what}: unknown in this trace")
     dev = measured / published - 1
     shown = percent(dev, sign=True)
-    why = f"{what}, {shown} from the published {published:,.4g} (tolerance {percent(rel_tol, 0)})"
+    why = f"{what}, {shown} from {against} {published:,.4g} (tolerance {percent(rel_tol, 0)})"
     return within(claim_id, dev, 0.0, rel_tol, shown, why)
 
 
@@ -96,14 +98,6 @@ class RangeVerdict:
     inside: bool
     overlaps: bool
     text: str
-
-
-def physics_reading(claim_id: str, claimed: float, ceiling: float, what: str) -> ClaimReading:
-    ratio = claimed / ceiling if ceiling > 0 else math.inf
-    v = physics_verdict(ratio)
-    shown = ceiling_margin(ratio)
-    finite = ratio if math.isfinite(ratio) else None
-    return ClaimReading(claim_id, "physics", v, shown, f"{what}: {shown}", ratio=finite)
 
 
 def number(x: Any, digits: int = 4) -> float | int | None:
