@@ -209,7 +209,7 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     rack = r.loc["rack-total"]  # 954,000 / 72 = 13,250 tok/s per GPU = 0.0548x
     assert rack["tok_s_per_gpu"] == pytest.approx(13_250)
     assert rack["ratio"] == pytest.approx(13_250 / CAP_DECODE) and rack["verdict"] == "possible"
-    assert rack["formula"].startswith("954,000 / 72 = 13,250 tok/s per GPU; ")
+    assert rack["formula"].startswith("954,000 / 72 = 13,250 tok/s per GPU is 0.055x the decode")
     # the whole workload (ISL 100,000 / OSL 1,000, assumed): per GPU 954,000 x 100/101 =
     # 944,554 input and 9,446 output tok/s; the new input tokens' prefill behind the cached
     # prefix (GEMMs + attention over 100,000 x (1 + s) / 2 tokens) and the output tokens'
@@ -219,7 +219,6 @@ def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
     assert cached["min_cached_share"] == pytest.approx(0.640, abs=1e-3)
     assert cached["verdict"] == "undetermined" and np.isnan(cached["ratio"])
     assert "64 %" in cached["formula"] and "ISL 100,000 / OSL 1,000 (assumed" in cached["formula"]
-    assert cached["command"].endswith("--isl 100000 --osl 1000 --cached-share 0.640")
 
 
 @pytest.mark.parametrize(
@@ -268,13 +267,7 @@ def test_cost_readings():
         (1 - 38.96 / 47.7) / 0.9
     )
     assert np.isnan(rev.loc["per GPU as stated", "cached_share_matching"])  # >= $343 always
-    assert rev["revenue_at_share"].isna().all()  # no cached share given
     assert c.ratio_to_rental == pytest.approx(38.96 / 2.652)
-    # with a share: 47.7 x (1 x 0.8 + 0.1 x 0.2) = 39.114
-    at = rack_scaling.chapter.cost_readings(38.96, TOKENS, cached_share=0.2).revenue.set_index(
-        "reading"
-    )
-    assert at.loc["rack total / 72", "revenue_at_share"] == pytest.approx(47.7 * 0.82)
 
 
 # --------------------------------------------------------------------------------------------

@@ -86,13 +86,19 @@ def speedup_readings(
     return out
 
 
-#: Each reading of a per-GPU figure whose counted tokens the source does not state, in words.
-READING_LABELS = {
-    "per-gpu-decode": "per GPU, decode tokens",
-    "per-gpu-prefill": "per GPU, prefill tokens",
-    "per-gpu-with-cached": "per GPU, cache hits counted",
-    "rack-total": "rack total / GPUs",
+#: The readings of a per-GPU figure whose counted tokens the source does not state: label, what
+#: it counts (``{n}``: the rack's GPUs) and the phase it is held to.
+READINGS = {
+    "per-gpu-decode": ("per GPU, decode tokens", "computed decode tokens per GPU", "decode"),
+    "per-gpu-prefill": (
+        "per GPU, prefill tokens",
+        "computed new-token prefill tokens per GPU",
+        "prefill",
+    ),
+    "per-gpu-with-cached": ("per GPU, cache hits counted", "", "prefill + decode"),
+    "rack-total": ("rack total / GPUs", "total of the {n}-GPU rack", "decode"),
 }
+READING_LABELS = {k: label for k, (label, _, _) in READINGS.items()}
 
 
 def throughput_readings(
@@ -105,128 +111,85 @@ def throughput_readings(
     isl: float = ASSUMED_ISL,
     osl: float = ASSUMED_OSL,
 ) -> pd.DataFrame:
-    """Each reading (:data:`READING_LABELS`) of "``claim_value`` tokens/s per GPU"; cache hits
-    at ``cached_share``, else the least share that fits (``min_cached_share``)."""
+    """Each reading (:data:`READINGS`) of "``claim_value`` tokens/s per GPU"; cache hits at
+    ``cached_share``, else the least share that fits (``min_cached_share``)."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    per_gpu = claim_value / n_gpus
-    rack = _bound_row(m, g, n_gpus, "rack-total", f"total of the {n_gpus}-GPU rack", per_gpu)
-    rack["formula"] = (
-        f"{claim_value:,.0f} / {n_gpus} = {per_gpu:,.0f} tok/s per GPU; " + (rack["formula"])
-    )
-    prefill = "computed new-token prefill tokens per GPU"
-    rows = [
-        _bound_row(m, g, n_gpus, "per-gpu-decode", "computed decode tokens per GPU", claim_value),
-        _bound_row(m, g, n_gpus, "per-gpu-prefill", prefill, claim_value, "prefill"),
-        _cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share),
-        rack,
-    ]
+    rows = []
+    for name, (_, meaning, phase) in READINGS.items():
+        if name == "per-gpu-with-cached":
+            rows.append(_cached_reading(m, g, n_gpus, claim_value, isl, osl, cached_share))
+            continue
+        tok_s = claim_value / n_gpus if name == "rack-total" else claim_value
+        c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
+        split = f"{claim_value:,.0f} / {n_gpus} = " if name == "rack-total" else ""
+        formula = (
+            f"{split}{tok_s:,.0f} tok/s per GPU is {ratio_text(c.ratio)} the {phase} {c.limit} "
+            f"ceiling of {c.ceiling_tok_s_per_gpu:,.0f} on {g.label}"
+        )
+        rows.append(_row(name, meaning.format(n=n_gpus), tok_s, tok_s, c, formula))
     out = pd.DataFrame(rows)
-    out.attrs["workload"] = (isl, osl)
-    out.attrs["cached_share"] = cached_share
+    out.attrs |= dict(workload=(isl, osl), cached_share=cached_share)
     return out
 
 
-def _bound_row(
-    m: ModelSpec,
-    g: GpuSpec,
-    n_gpus: int,
-    name: str,
-    meaning: str,
-    tok_s: float,
-    phase: str = "decode",
-) -> dict[str, Any]:
-    c = check.check_claim(m, g, n_gpus, tok_s, phase=phase)
-    text = (
-        f"{tok_s:,.0f} tok/s per GPU is {ratio_text(c.ratio)} the {phase} {c.limit} ceiling "
-        f"of {c.ceiling_tok_s_per_gpu:,.0f} on {g.label}"
-    )
-    return _row(name, meaning, tok_s, tok_s, phase, c, text)
-
-
 def _row(
-    name: str,
-    meaning: str,
-    counted: float,
-    computed: float,
-    phase: str,
-    c: check.Check,
-    formula: str,
-    command: str = "",
+    name: str, meaning: str, counted: float, computed: float, c: check.Check, formula: str
 ) -> dict[str, Any]:
     row: dict[str, Any] = dict(reading=name, meaning=meaning, tok_s_per_gpu=counted)
-    row |= dict(computed_tok_s_per_gpu=computed, phase=phase)
+    row |= dict(computed_tok_s_per_gpu=computed, phase=READINGS[name][2])
     row |= dict(ceiling_tok_s_per_gpu=c.ceiling_tok_s_per_gpu, limit=c.limit, ratio=c.ratio)
-    return row | dict(verdict=c.verdict, min_cached_share=np.nan, formula=formula, command=command)
-
-
-def _workload_text(isl: float, osl: float) -> str:
-    assumed = (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL)
-    return f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
-        " (assumed: the write-up gives no workload)" if assumed else ""
-    )
+    return row | dict(verdict=c.verdict, min_cached_share=np.nan, formula=formula)
 
 
 def _cached_reading(
     m: ModelSpec,
     g: GpuSpec,
     n_gpus: int,
-    claim_value: float,
+    claim: float,
     isl: float,
     osl: float,
     cached_share: float | None,
 ) -> dict[str, Any]:
-    work = _workload_text(isl, osl)
+    assumed = " (assumed: the write-up gives no workload)"
+    work = f"ISL {isl:,.0f} / OSL {osl:,.0f}" + (
+        assumed if (isl, osl) == (ASSUMED_ISL, ASSUMED_OSL) else ""
+    )
+    kw: dict[str, Any] = dict(counted="total", isl=isl, osl=osl)
 
     def at(share: float, meaning: str) -> tuple[dict[str, Any], str]:
-        kw: dict[str, Any] = dict(counted="total", isl=isl, osl=osl, cached_share=share)
-        c = check.check_claim(m, g, n_gpus, claim_value, **kw)
+        c = check.check_claim(m, g, n_gpus, claim, cached_share=share, **kw)
         computed = c.workload["new_input_tok_s_per_gpu"] + c.workload["output_tok_s_per_gpu"]
         formula = f"at {work} with {percent(share)} of the input tokens cached: {c.reason}"
-        command = (
-            f"rackbook check --model {m.id} --gpu {g.id} --gpus {n_gpus} --tok-s {claim_value:g} "
-            f"--per gpu --counted total --isl {isl:g} --osl {osl:g} --cached-share {share:.3f}"
-        )
-        phase = "prefill + decode"
-        row = _row(
-            "per-gpu-with-cached", meaning, claim_value, computed, phase, c, formula, command
-        )
-        return row, c.reason
+        return _row("per-gpu-with-cached", meaning, claim, computed, c, formula), c.reason
 
     if cached_share is not None:
         return at(cached_share, f"per GPU, {percent(cached_share)} of input tokens cache hits")[0]
-    th = check.cached_share_threshold(
-        m, g, n_gpus, claim_value, per="gpu", counted="total", isl=isl, osl=osl
-    )
+    th = check.cached_share_threshold(m, g, n_gpus, claim, per="gpu", **kw)
     top = results_bounds.cached_ceiling(m, g, n_gpus)
     bound = top.ceiling_tok_s_per_gpu
-    ctx = top.workload["isl"] + 1
+    share = 1 - 1 / isl if claim > bound or th.share is None else th.share
+    row, reason = at(share, "per GPU, counting cache-hit input tokens (share not published)")
+    row["min_cached_share"] = np.nan if th.share is None else th.share
     how = (
         f"on any workload no cached share reaches more than {number(bound, 3)} tok/s per GPU "
-        f"(requests of {ctx:,.0f} tokens, all cached but one new input token, one output "
-        "token)"
+        f"(requests of {top.workload['isl'] + 1:,.0f} tokens, all cached but one new input token,"
+        " one output token)"
     )
-    meaning = "per GPU, counting cache-hit input tokens (share not published)"
-    share = 1 - 1 / isl if claim_value > bound or th.share is None else th.share
-    row, reason = at(share, meaning)
-    row["min_cached_share"] = np.nan if th.share is None else th.share
-    if claim_value > bound:
-        row.update(
-            ratio=claim_value / bound,
-            verdict="impossible",
-            ceiling_tok_s_per_gpu=bound,
-            limit="cached prefix",
-            formula=f"{claim_value:,.0f} tok/s per GPU is {ratio_text(claim_value / bound)} what "
-            f"any cached share allows: {how}",
+    if claim > bound:
+        row |= dict(ratio=claim / bound, verdict="impossible", ceiling_tok_s_per_gpu=bound)
+        row["limit"] = "cached prefix"
+        row["formula"] = (
+            f"{claim:,.0f} tok/s per GPU is {ratio_text(claim / bound)} what any cached share "
+            f"allows: {how}"
         )
     elif th.share is None:
-        row.update(verdict="impossible", formula=f"at {work}: {th.formula}")
+        row |= dict(verdict="impossible", formula=f"at {work}: {th.formula}")
     elif th.share > 0:
-        row.update(
-            ratio=np.nan,
-            verdict="undetermined",
-            formula=f"at {work} it fits once at least {percent(th.share)} of the input "
-            f"tokens are cache hits (sufficient: every larger share fits too; the share "
-            f"is not published); there {reason}; {how}",
+        row |= dict(ratio=np.nan, verdict="undetermined")
+        row["formula"] = (
+            f"at {work} it fits once at least {percent(th.share)} of the input tokens are cache "
+            f"hits (sufficient: every larger share fits too; the share is not published); there "
+            f"{reason}; {how}"
         )
     return row
 
@@ -257,32 +220,24 @@ def throughput_attainable(
 ) -> dict[str, Any]:
     """What measured kernels reach for the figure as stated and (``rack_total``) as the rack's."""
     by = readings.set_index("reading")
-    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
-    claim = float(by.loc["per-gpu-decode", "tok_s_per_gpu"])
-    cached = by.loc["per-gpu-with-cached"]
-    share = cached["min_cached_share"]
-    if not np.isfinite(share):
-        share = readings.attrs.get("cached_share")
-    rack = by.loc["rack-total"]
-    c_rack = check.check_claim(model, gpu, n_gpus, float(rack["tok_s_per_gpu"]), phase="decode")
-    a_rack = verdicts.attainable(c_rack, "as the rack's total")
+    (isl, osl), share = (
+        readings.attrs["workload"],
+        by.loc["per-gpu-with-cached", "min_cached_share"],
+    )
+    share = share if np.isfinite(share) else readings.attrs["cached_share"]
+    rack = float(by.loc["rack-total", "tok_s_per_gpu"])
+    a_rack = verdicts.attainable(
+        check.check_claim(model, gpu, n_gpus, rack, phase="decode"), "as the rack's total"
+    )
     if share is None:
-        return {**a_rack, "rack_total": a_rack}
-    c = check.check_claim(
-        model, gpu, n_gpus, claim, counted="total", isl=isl, osl=osl, cached_share=share
-    )
-    a = verdicts.attainable(
-        c,
-        f"per GPU as stated, {percent(share)} of the input cached at ISL {isl:,.0f} / OSL "
-        f"{osl:,.0f}",
-    )
-    return {
-        **a,
-        "text": f"{a['text']}; {a_rack['text']}",
-        "rack_total": a_rack,
-        "brief": f"as stated at {percent(share)} cached, {a['ratio']:.2g}x what measured kernels "
-        f"reach; as the rack's total, {a_rack['ratio']:.2g}x",
-    }
+        return a_rack | {"rack_total": a_rack}
+    claim, kw = float(by.loc["per-gpu-decode", "tok_s_per_gpu"]), dict(isl=isl, osl=osl)
+    c = check.check_claim(model, gpu, n_gpus, claim, counted="total", cached_share=share, **kw)
+    cached = f"{percent(share)} of the input cached at ISL {isl:,.0f} / OSL {osl:,.0f}"
+    a = verdicts.attainable(c, f"per GPU as stated, {cached}")
+    brief = f"as stated at {percent(share)} cached, {a['ratio']:.2g}x what measured kernels "
+    brief += f"reach; as the rack's total, {a_rack['ratio']:.2g}x"
+    return a | {"text": f"{a['text']}; {a_rack['text']}", "rack_total": a_rack, "brief": brief}
 
 
 def throughput_physics(
@@ -290,49 +245,41 @@ def throughput_physics(
 ) -> headline.ClaimReading:
     """The claim as written ("per GPU"): the most permissive of its per-GPU readings."""
     by = readings.set_index("reading")
-    per_gpu = by.loc[["per-gpu-decode", "per-gpu-prefill", "per-gpu-with-cached"]]
-    order = {"possible": 0, "undetermined": 1, "impossible": 2}
-    best = min(per_gpu["verdict"], key=order.__getitem__)
-    dec, pre = by.loc["per-gpu-decode"], by.loc["per-gpu-prefill"]
-    isl, osl = readings.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
-    rack, cached = by.loc["rack-total"], by.loc["per-gpu-with-cached"]
-    computed: dict[str, Any] = dict(name="computed tokens per GPU", verdict=str(dec["verdict"]))
-    computed |= dict(ratio=float(dec["ratio"]), ceiling="decode ceiling")
-    total: dict[str, Any] = dict(name="the rack's total", verdict=str(rack["verdict"]))
-    total |= dict(tok_s_per_gpu=float(rack["tok_s_per_gpu"]))
+    (isl, osl), (dec, pre, cached, rack) = readings.attrs["workload"], (by.loc[k] for k in READINGS)
+    per_gpu = by.loc[list(READINGS)[:3]]
+    best = min(per_gpu["verdict"], key=["possible", "undetermined", "impossible"].index)
+    need = percent(cached["min_cached_share"])
+    if cached["limit"] == "cached prefix":
+        hits = f"no cached share reaches it ({ratio_text(cached['ratio'])} the most any allows)"
+    elif np.isfinite(cached["ratio"]):
+        hits = f"at the given share, {cached['formula']}"
+    else:
+        hits = f"it fits only once at least {need} of the input tokens are prefix-cache hits at "
+        hits += f"ISL {isl:,.0f} / OSL {osl:,.0f} (assumed; the share and workload unpublished)"
     clauses = [
         f"as computed tokens per GPU it needs {ratio_text(dec['ratio'])} the decode ceiling and "
         f"{ratio_text(pre['ratio'])} the prefill ceiling",
-        "counting cache hits, "
-        + (
-            f"no cached share reaches it ({ratio_text(cached['ratio'])} the most any share allows)"
-            if cached["limit"] == "cached prefix"
-            else f"at the given share, {cached['formula']}"
-            if np.isfinite(cached["ratio"])
-            else f"it fits only once at least {percent(cached['min_cached_share'])} of the input "
-            f"tokens are prefix-cache hits at ISL {isl:,.0f} / OSL {osl:,.0f} (a workload "
-            "assumed here; the share and the workload are not published)"
-        ),
+        f"counting cache hits, {hits}",
         f"as the rack's total ({rack['tok_s_per_gpu']:,.0f} per GPU) it is {rack['verdict']}",
     ]
-    workload = (
-        None if cached["limit"] == "cached prefix" else {"isl": float(isl), "osl": float(osl)}
-    )
-    decided = per_gpu[per_gpu["verdict"] == best].iloc[0]
-    ratio = None
+    decided, ratio = per_gpu[per_gpu["verdict"] == best].iloc[0], None
     if best == "undetermined" and np.isfinite(cached["min_cached_share"]):
-        holds = f"fits only if >= {percent(cached['min_cached_share'])} of the input is cached"
+        holds = f"fits only if >= {need} of the input is cached"
     elif np.isfinite(decided["ratio"]):
         ratio = float(decided["ratio"])
         holds = headline.ceiling_margin(ratio, f"the {decided['phase']} ceiling")
     else:
         holds = "no cached share fits"
-    condition = {"basis": STATED, "condition": holds}
-    kw = dict(attainable=attainable, ratio=ratio, on_bases=(computed, total), workload=workload)
+    computed: dict[str, Any] = dict(name="computed tokens per GPU", verdict=str(dec["verdict"]))
+    computed |= dict(ratio=float(dec["ratio"]), ceiling="decode ceiling")
+    total: dict[str, Any] = dict(name="the rack's total", verdict=str(rack["verdict"]))
+    condition = dict(basis=STATED, condition=holds)
+    kw: dict[str, Any] = dict(attainable=attainable, ratio=ratio, condition=condition)
+    kw["on_bases"] = (computed, total | dict(tok_s_per_gpu=float(rack["tok_s_per_gpu"])))
+    if cached["limit"] != "cached prefix":
+        kw["workload"] = {"isl": float(isl), "osl": float(osl)}
     margin = f"{STATED}: {holds}"
-    return common.reading(
-        THROUGHPUT_CLAIM, "physics", best, margin, clauses, **kw, condition=condition
-    )
+    return common.reading(THROUGHPUT_CLAIM, "physics", best, margin, clauses, **kw)
 
 
 def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, Any]:
@@ -341,9 +288,8 @@ def speedup_attainable(speedups: pd.DataFrame, model: ModelSpec) -> dict[str, An
     n, tok_s = int(r["gpus_per_node"]), float(r["node_tok_s_per_gpu"])
     c = check.check_claim(model, str(r["gpu"]), n, tok_s, phase="decode")
     a = verdicts.attainable(c, f"a {n}-GPU node, the rack's total / speedup")
-    return {
-        **a,
-        "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach",
+    return a | {
+        "brief": f"the implied {n}-GPU node is {a['ratio']:.2g}x what measured kernels reach"
     }
 
 
@@ -352,38 +298,32 @@ def speedup_physics(
 ) -> headline.ClaimReading:
     """The speedup per GPU as stated: the node sizes' one ``stated_verdict``, else undetermined."""
     vs = set(speedups["stated_verdict"])
-    isl, osl = speedups.attrs.get("workload", (ASSUMED_ISL, ASSUMED_OSL))
-    v = vs.pop() if len(vs) == 1 else "undetermined"
-    stated = "; ".join(
-        f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {percent(r.efficiency)} scaling efficiency, "
-        f"the node at {r.stated_node_tok_s_per_gpu:,.0f} counted tok/s per GPU, "
-        + (
-            f"which fits once at least {percent(r.stated_min_cached_share)} of its input tokens "
-            "are cache hits"
-            if np.isfinite(r.stated_min_cached_share)
-            else "which no cached share fits"
+    isl, osl = speedups.attrs["workload"]
+    stated, total = [], []
+    for r in speedups.itertuples():
+        share = r.stated_min_cached_share
+        fits = f"fits once at least {percent(share)} of its input tokens are cache hits"
+        stated.append(
+            f"nodes of {r.gpus_per_node} {r.gpu.upper()}: {percent(r.efficiency)} scaling "
+            f"efficiency, the node at {r.stated_node_tok_s_per_gpu:,.0f} counted tok/s per GPU, "
+            f"which {fits if np.isfinite(share) else 'no cached share fits'}"
         )
-        for r in speedups.itertuples()
-    )
-    total = "; ".join(
-        f"{r.gpus_per_node}-GPU nodes at {r.node_tok_s_per_gpu:,.0f} tok/s per GPU, "
-        f"{ratio_text(r.ratio)} the {r.gpu.upper()} decode ceiling ({r.verdict})"
-        for r in speedups.itertuples()
-    )
+        total.append(
+            f"{r.gpus_per_node}-GPU nodes at {r.node_tok_s_per_gpu:,.0f} tok/s per GPU, "
+            f"{ratio_text(r.ratio)} the {r.gpu.upper()} decode ceiling ({r.verdict})"
+        )
     share = speedups["stated_min_cached_share"].max(skipna=False)
     clauses = [
         f"on the throughput's basis (per GPU as stated, cache hits counted, ISL {isl:,.0f} "
-        f"/ OSL {osl:,.0f} assumed): {stated}",
-        f"with the throughput as the rack's total: {total}",
+        f"/ OSL {osl:,.0f} assumed): {'; '.join(stated)}",
+        f"with the throughput as the rack's total: {'; '.join(total)}",
         "super-linear per-GPU scaling would also be possible",
     ]
-    margin = "per GPU as stated: " + (
-        "no cached share fits"
-        if not np.isfinite(share)
-        else "fits with nothing cached"
-        if share == 0
-        else f"fits at >= {percent(share)} cached"
+    fits = "with nothing cached" if share == 0 else f"at >= {percent(share)} cached"
+    margin = (
+        f"per GPU as stated: {f'fits {fits}' if np.isfinite(share) else 'no cached share fits'}"
     )
+    v = vs.pop() if len(vs) == 1 else "undetermined"
     return common.reading(SPEEDUP_CLAIM, "physics", v, margin, clauses, attainable=attainable)
 
 
@@ -406,69 +346,40 @@ class CostReadings:
     cost: pd.DataFrame
     revenue: pd.DataFrame
     ratio_to_rental: float
-    formula: str
 
 
 def cost_readings(
-    price_per_gpu_hour: float,
-    tokens_per_s_per_gpu: dict[str, float],
-    rental_usd_per_gpu_hour: float | None = None,
-    cached_share: float | None = None,
+    price_per_gpu_hour: float, tokens_per_s_per_gpu: dict[str, float], price_id: str = DEFAULT_PRICE
 ) -> CostReadings:
-    """``price_per_gpu_hour`` (USD) as USD per million tokens beside the rental, and as token
-    revenue per GPU-hour: Mtok per hour x (p_u (1 - s) + p_c s), p in USD per million tokens."""
-    prices = catalogs.token_price(TOKEN_PRICES)
-    source = (
-        f"{prices.sources[0]} (uncached input and output ${prices.usd_per_m_uncached:g}/M "
-        f"tokens, cached input ${prices.usd_per_m_cached:.2f}/M; read {prices.read})"
+    """``price_per_gpu_hour`` (USD) as USD per million tokens beside the catalog price
+    ``price_id``, and as token revenue per GPU-hour: Mtok per hour x (p_u (1 - s) + p_c s), p in
+    USD per million tokens."""
+    prices, rent, usd = (
+        catalogs.token_price(TOKEN_PRICES),
+        catalogs.price(price_id),
+        price_per_gpu_hour,
     )
-    if rental_usd_per_gpu_hour is None:
-        rent = catalogs.price(DEFAULT_PRICE)
-        rental_usd_per_gpu_hour = rent.usd_per_gpu_hour
-        rent_label, rent_source = f"{rent.kind} ({rent.id})", rent.sources[0]
-    else:
-        rent_label, rent_source = "reference (given)", "argument rental_usd_per_gpu_hour"
-    bases = {
-        "claim as cost": (price_per_gpu_hour, f"data/claims.yaml {COST_CLAIM}"),
-        rent_label: (rental_usd_per_gpu_hour, rent_source),
-    }
-    prices_um = (prices.usd_per_m_uncached, prices.usd_per_m_cached)
+    p_u, p_c = prices.usd_per_m_uncached, prices.usd_per_m_cached
+    bases = {"claim as cost": usd, f"{rent.kind} ({rent.id})": rent.usd_per_gpu_hour}
     cost, revenue = [], []
     for name, tps in tokens_per_s_per_gpu.items():
         mtok_h = tps * 3600 / 1e6
-        for basis, (usd, where) in bases.items():
-            per_m = usd / mtok_h
-            how = f"${usd:g} / ({tps:,.0f} tok/s x 3600 / 1e6 = {mtok_h:,.4g} M) = ${per_m:.4g}/M"
-            cost.append((name, basis, tps, mtok_h, usd, per_m, where, how + " tokens"))
-        revenue.append(_revenue_row(name, tps, price_per_gpu_hour, *prices_um, cached_share))
-    ratio = price_per_gpu_hour / rental_usd_per_gpu_hour
-    formula = (
-        f"${price_per_gpu_hour:g} / ${rental_usd_per_gpu_hour:g} reference price = "
-        f"{ratio_text(ratio)}; token prices: {source}"
+        cost += [(name, basis, x / mtok_h) for basis, x in bases.items()]
+        rev_u, rev_c = mtok_h * p_u, mtok_h * p_c
+        share = (p_u - usd / mtok_h) / (p_u - p_c)
+        share = share if 0 <= share <= 1 else np.nan
+        needs = f"needs {percent(share)} cached" if np.isfinite(share) else "is outside that range"
+        formula = (
+            f"{mtok_h:,.4g} M tok/h x ${p_u:g}/M = ${rev_u:,.4g} (all uncached) .. x ${p_c:g}/M = "
+            f"${rev_c:,.4g} (all cached); ${usd:g} {needs}"
+        )
+        revenue.append((name, tps, mtok_h, rev_u, rev_c, share, formula))
+    cols = "reading tok_s_per_gpu mtok_per_gpu_hour revenue_all_uncached revenue_all_cached "
+    cols += "cached_share_matching formula"
+    cost_df = pd.DataFrame(cost, columns=["reading", "basis", "usd_per_m_tokens"])
+    return CostReadings(
+        cost_df, pd.DataFrame(revenue, columns=cols.split()), usd / rent.usd_per_gpu_hour
     )
-    cols = ["reading", "basis", "tok_s_per_gpu", "mtok_per_gpu_hour", "usd_per_gpu_hour"]
-    cost_df = pd.DataFrame(cost, columns=[*cols, "usd_per_m_tokens", "source", "formula"])
-    return CostReadings(cost_df, pd.DataFrame(revenue), ratio, formula)
-
-
-def _revenue_row(
-    name: str, tps: float, price: float, p_u: float, p_c: float, cached_share: float | None
-) -> dict[str, Any]:
-    mtok_h = tps * 3600 / 1e6
-    rev_u, rev_c = mtok_h * p_u, mtok_h * p_c
-    share = (p_u - price / mtok_h) / (p_u - p_c)
-    share = share if 0 <= share <= 1 else np.nan
-    at_share = (
-        np.nan if cached_share is None else mtok_h * (p_u * (1 - cached_share) + p_c * cached_share)
-    )
-    needs = f"needs {percent(share)} cached" if np.isfinite(share) else "is outside that range"
-    formula = (
-        f"{mtok_h:,.4g} M tok/h x ${p_u:g}/M = ${rev_u:,.4g} (all uncached) .. x ${p_c:g}/M = "
-        f"${rev_c:,.4g} (all cached); ${price:g} {needs}"
-    )
-    row = dict(reading=name, tok_s_per_gpu=tps, mtok_per_gpu_hour=mtok_h)
-    row |= dict(revenue_all_uncached=rev_u, revenue_all_cached=rev_c)
-    return row | dict(cached_share_matching=share, revenue_at_share=at_share, formula=formula)
 
 
 def cost_physics(cost: CostReadings, price_per_gpu_hour: float) -> headline.ClaimReading:
@@ -567,10 +478,7 @@ class Analysis:
             self.claim_speedup, self.claim_tok_s, rack.gpus, model, nodes, **work
         )
         bases = {STATED: self.claim_tok_s, self.rack_reading: self.claim_tok_s / rack.gpus}
-        rental = self.rental.usd_per_gpu_hour
-        self.cost = cost = cost_readings(self.claim_usd, bases, rental, p.cached_share)
-        given = {"reference (given)": f"{self.rental.kind} ({p.price_id})"}
-        cost.cost["basis"] = cost.cost["basis"].replace(given)
+        self.cost = cost_readings(self.claim_usd, bases, p.price_id)
         self.band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=self.claim_tok_s)
         self.revenue_run = token_revenue(self.largest)
         self.testable = (
