@@ -130,10 +130,13 @@ def test_counter_that_went_down_is_unknown(tmp_path):
 
 
 def test_scaling_efficiency_is_the_per_gpu_ratio():
-    s = rack_scaling.measure.scaling_efficiency(1000.0, 100.0, 32, 4)
-    assert s.speedup == pytest.approx(10.0) and s.nodes == pytest.approx(8.0)
-    assert s.efficiency == pytest.approx(1.25)
-    assert s.per_gpu_n / s.per_gpu_1 == pytest.approx(s.efficiency)  # 31.25 / 25
+    acc = pd.DataFrame(
+        {"config": ["1x", "8x"], "point_id": ["a", "b"], "num_gpus": [4, 32], "replicas": [1, 8]}
+    ).assign(total_tok_s=[100.0, 1000.0])
+    s = rack_scaling.measure.scaling_vs_reference(acc).set_index("config").loc["8x"]
+    assert s["speedup"] == pytest.approx(10.0) and s["gpu_ratio"] == pytest.approx(8.0)
+    assert s["efficiency"] == pytest.approx(1.25)  # 31.25 tok/s per GPU / 25
+    assert s["tok_s_per_gpu"] / 25 == pytest.approx(s["efficiency"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -94,7 +94,6 @@ def test_scaling_against_the_reference(tmp_path):
     assert top["efficiency"] == pytest.approx(0.6)  # (396 / 3) / (220 / 1)
     assert top["linear_tok_s"] == pytest.approx(660.0)
     assert top["tok_s_per_gpu"] == pytest.approx(132.0)
-    assert "1.8x" in top["formula"] and "60.00 %" in top["formula"]
     out = rack_scaling.measure.scaling_vs_reference(acc, "1x", "output")
     # output: 40 / 2 = 20 tok/s vs 90 / 2.5 = 36 tok/s -> 1.8x as well
     assert out.iloc[1]["speedup"] == pytest.approx(1.8)
@@ -111,6 +110,6 @@ def test_unknown_metric_reference_or_gpus_and_nan_throughput(tmp_path):
         rack_scaling.measure.scaling_vs_reference(
             rack_scaling.measure.token_accounting(t), "1x", "total"
         )
-    # cached tokens unknown: the computed throughput and its ratios are NaN, said in the formula
+    # cached tokens unknown: the computed throughput and its ratios are NaN
     sc = rack_scaling.measure.scaling_vs_reference(acc, "1x", "computed")
-    assert math.isnan(sc.iloc[1]["speedup"]) and "unknown" in sc.iloc[1]["formula"]
+    assert math.isnan(sc.iloc[1]["speedup"]) and math.isnan(sc.iloc[1]["efficiency"])

@@ -19,7 +19,7 @@ from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds, roofline
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.rack_scaling import measure
 from rackbook.results.rack_scaling.measure import NODE_SYSTEMS
 
@@ -487,27 +487,28 @@ class Analysis:
         self.readings = self._readings(ref_cfg)
 
     def _readings(self, ref_cfg: str) -> list[headline.ClaimReading]:
-        p, reg, rack, tok_s = self.params, self.registry, self.rack, self.claim_tok_s
-        nx, thr, sp = self.largest, self.throughput, self.speedups
-        needs = f"{rack.gpus} GB300 GPUs of one {rack.name} serving DeepSeek-V4.1-Flash"
-        what_tp, what_sp, what_cost = _measured_texts(nx, self.top, self.revenue_run, self.unit)
-        run: dict[str, Any] = dict(
-            rel_tol=p.rel_tol, testable=self.testable, run=self.trace.run, needs=needs
-        )
+        nx, top, u, gpus, txt = self.largest, self.top, self.unit, self.rack.gpus, verdicts.text
+        run: dict[str, Any] = dict(rel_tol=self.params.rel_tol, testable=self.testable)
+        run |= dict(run=self.trace.run, needs=f"{gpus} GB300 GPUs of one {self.rack.name} ")
+        run["needs"] += "serving DeepSeek-V4.1-Flash"
+        what = f"total {txt(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {u} on "
+        what += f"{units.plural(int(nx['num_gpus']), u)}, {txt(nx['total_tok_s'])} tok/s in all"
+        speedup = f"speedup {txt(top['speedup'], '.2f')}x, efficiency "
+        speedup += f"{txt(100 * top['efficiency'], '.1f')} %"
+        revenue = f"token revenue ${txt(self.revenue_run, ',.4g')} per {u}-hour at InferenceX's "
+        revenue += f"token prices, config {nx['config']}"
         measured = float(nx["total_tok_s_per_gpu"])
-        return [
-            throughput_physics(thr, throughput_attainable(thr, self.model, self.gpu, rack.gpus)),
-            evidence.reading(THROUGHPUT_CLAIM, registry=reg),
-            verdicts.run_reading(THROUGHPUT_CLAIM, measured, tok_s, what=what_tp, **run),
-            speedup_physics(sp, speedup_attainable(sp, self.model)),
-            evidence.reading(SPEEDUP_CLAIM, registry=reg),
-            self._speedup_run(ref_cfg, what_sp, run),
-            cost_physics(self.cost, self.claim_usd),
-            evidence.reading(COST_CLAIM, registry=reg),
-            verdicts.run_reading(
-                COST_CLAIM, self.revenue_run, self.claim_usd, what=what_cost, **run
-            ),
-        ]
+        thr, sp = self.throughput, self.speedups
+        tp = throughput_physics(thr, throughput_attainable(thr, self.model, self.gpu, gpus))
+        tp_run = verdicts.run_reading(
+            THROUGHPUT_CLAIM, measured, self.claim_tok_s, what=what, **run
+        )
+        sp_run = self._speedup_run(ref_cfg, speedup, run)
+        usd = self.claim_usd
+        cost_run = verdicts.run_reading(COST_CLAIM, self.revenue_run, usd, what=revenue, **run)
+        sp_phys = speedup_physics(sp, speedup_attainable(sp, self.model))
+        pairs = ((tp, tp_run), (sp_phys, sp_run), (cost_physics(self.cost, usd), cost_run))
+        return common.readings(self.registry, *pairs)
 
     def _speedup_run(self, ref_cfg: str, what: str, run: dict[str, Any]) -> headline.ClaimReading:
         reference, n = self.params.reference_config, len(self.scaling)
@@ -651,13 +652,10 @@ class Analysis:
             "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
             "cap_decode": cap_d,
-            "ratio_decode": by.loc["per-gpu-decode", "ratio"],
-            "ratio_prefill": by.loc["per-gpu-prefill", "ratio"],
+            **{f"ratio_{k}": by.loc[f"per-gpu-{k}", "ratio"] for k in ("decode", "prefill")},
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
             "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
-            "v_decode": by.loc["per-gpu-decode", "verdict"],
-            "v_prefill": by.loc["per-gpu-prefill", "verdict"],
-            "v_cached": by.loc["per-gpu-with-cached", "verdict"],
+            **{f"v_{r.split('-')[-1]}": v for r, v in by["verdict"].items()},
             "v_rack": by.loc["rack-total", "verdict"],
             "min_cached_pct": 100 * by.loc["per-gpu-with-cached", "min_cached_share"],
         }
@@ -689,23 +687,6 @@ class Analysis:
             "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
             "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
         }
-
-
-def _measured_texts(nx: pd.Series, top: pd.Series, revenue: float, unit: str) -> tuple[str, ...]:
-    n = int(nx["num_gpus"])
-    throughput = (
-        f"total {verdicts.text(nx['total_tok_s_per_gpu'], ',.1f')} tok/s per {unit} on "
-        f"{units.plural(n, unit)}, {verdicts.text(nx['total_tok_s'], ',.0f')} tok/s in all"
-    )
-    speedup = (
-        f"speedup {verdicts.text(top['speedup'], '.2f')}x, efficiency "
-        f"{verdicts.text(100 * top['efficiency'], '.1f')} %"
-    )
-    cost = (
-        f"token revenue ${verdicts.text(revenue, ',.4g')} per {unit}-hour at InferenceX's "
-        f"token prices, config {nx['config']}"
-    )
-    return throughput, speedup, cost
 
 
 analyse = Analysis
