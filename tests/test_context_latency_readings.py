@@ -25,9 +25,7 @@ MODEL = "deepseek-v4.1-flash"
 
 def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
     d = hi_ms - lo_ms
-    return context_latency.measure.Delta(
-        lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, "measured", pair, ""
-    )
+    return context_latency.measure.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, pair)
 
 
 def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4.1-Flash"):
@@ -48,11 +46,6 @@ def test_the_hand_computed_figures_are_the_registry_s():
     assert reg.tolerance(context_latency.chapter.DELTA_PCT_ID) == TOL_PCT
     assert context_latency.chapter.claimed_span(reg) == (LO, HI)
     assert not [n for n in dir(context_latency) if n.startswith("CLAIM_")]  # none typed
-
-
-def test_evidence_kind():
-    assert context_latency.chapter.evidence_kind("recorded") == "measured"
-    assert context_latency.chapter.evidence_kind("synthetic") == "synthetic"
 
 
 @pytest.mark.parametrize(

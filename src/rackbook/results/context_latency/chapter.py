@@ -28,11 +28,6 @@ DELTA_ID = "context-latency.delta"
 DELTA_PCT_ID = "context-latency.delta-pct"
 
 
-def evidence_kind(trace_kind: str) -> str:
-    """Headline kind of a number read from a trace (``recorded`` -> ``measured``)."""
-    return {"recorded": "measured"}.get(trace_kind, trace_kind)
-
-
 def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReading:
     """Possible when the catalog layout gives the claimed bytes per token exactly."""
     got = kvb.bytes_per_token
@@ -53,19 +48,12 @@ def kv_bytes_physics(kvb: roofline.KvBytes, claim: float) -> headline.ClaimReadi
 KV_BYTES_KEY = "kv_cache_bytes_per_token"
 
 
-def kv_bytes_in_run(run: dict[str, Any]) -> float | None:
-    for where in ("metrics", "parameters"):
-        d = run.get(where)
-        if isinstance(d, dict) and isinstance(d.get(KV_BYTES_KEY), (int, float)):
-            return float(d[KV_BYTES_KEY])
-    return None
-
-
 def kv_bytes_run_reading(
     run: dict[str, Any], testable: bool, claim: float, rel_tol: float
 ) -> headline.ClaimReading:
     """This run's reading of the bytes per token reported (within ``rel_tol``, a fraction)."""
-    got = kv_bytes_in_run(run)
+    found = [d.get(KV_BYTES_KEY) for d in (run.get("metrics"), run.get("parameters")) if d]
+    got = next((float(x) for x in found if isinstance(x, (int, float))), None)
     if testable and got is None:
         why = "the trace does not report the engine's KV bytes per token (run.json metrics."
         why += f"{KV_BYTES_KEY}, from vLLM's start-up log of KV memory over KV tokens)"
@@ -240,8 +228,11 @@ FIGURES = ("fig_memory", "fig_capacity", "fig_latency", "fig_growth", "fig_impli
 #: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
 GLUE = (
     "hardware slope_sentence kv_dtype=params.kv_dtype implied_ms=implied.central_ms "
-    "implied_low_ms=implied.low_ms implied_high_ms=implied.high_ms "
-    "step_floor_ms=implied.step_floor_ms"
+    "implied_low_ms=implied.low_ms implied_high_ms=implied.high_ms lo hi batch=params.batch "
+    "step_floor_ms=implied.step_floor_ms weight_gpus=params.weight_gpus ctx_min=fit.context_min "
+    "mem_frac=params.memory_fraction ctx_max=fit.context_max slope_1k=fit.slope_per_1k r2=fit.r2 "
+    "seq_explain=growth.sequences_to_explain kv_bytes=kv_bytes_per_token "
+    "scan_b=reads_lo.scan_bytes_per_token dense_b=reads_lo.dense_bytes_per_token"
 )
 
 
@@ -297,7 +288,7 @@ class Analysis:
             self.fit, self.measured = measure.fit_linear(series), measure.delta(series, lo, hi)
         else:  # one context length (a reader's partial trace): shown, never fitted
             self.fit, self.measured = measure.single_context(series)
-        self.kind = evidence_kind(trace.kind)
+        self.kind = "measured" if trace.kind == "recorded" else trace.kind
         self.readings = self._readings(reg)
 
     def _readings(self, reg: Registry) -> list[headline.ClaimReading]:
@@ -381,26 +372,21 @@ class Analysis:
             "claim_kv": int(self.claim_kv.value or 0),
             "claim_delta_ms": float(self.claim_delta.value or 0),
             "claim_pct": float(self.claim_pct.value or 0),
-            "lo": int(self.lo),
-            "hi": int(self.hi),
             "window": int(m.architecture.sliding_window or 0),
             "owning_layers": ", ".join(map(str, m.kv_cache.owning_layers or [])),
             "n_layers": int(m.architecture.num_layers or 0),
             "backbone_b": (m.params.backbone or 0) / 1e9,
-            "kv_bytes": int(b.bytes_per_token),
             "rows_per_token": float(b.rows_per_token),
             "kv_row": float(b.kv_row_bytes),
             "idx_row": float(b.indexer_row_bytes),
             "kv_fp8": int(kvb["fp8"].bytes_per_token),
             "kv_bf16": int(kvb["bf16"].bytes_per_token),
             "weights_total_gb": self.weights.total_bytes / 1e9,
-            "weight_gpus": int(self.params.weight_gpus),
             "w_per_gpu_gb": self.w_per_gpu / 1e9,
             "weights_routed_gb": self.weights.routed_bytes / 1e9,
             "weights_dense_gb": self.weights.dense_bytes / 1e9,
             "moe_layers": int(m.moe.num_moe_layers or 0),
             "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
-            "mem_frac": float(self.params.memory_fraction),
             "seq_lo_mb": float(at.loc[self.lo, "kv_bytes_per_sequence"]) / 1e6,
             "seq_hi_mb": float(at.loc[self.hi, "kv_bytes_per_sequence"]) / 1e6,
             "fit_lo": int(at.loc[self.lo, "sequences_per_gpu"]),
@@ -409,23 +395,15 @@ class Analysis:
             "sparse_hi_mb": float(reads.loc[self.hi, "sparse_read_mb"]),
             "dense_hi_mb": float(reads.loc[self.hi, "dense_read_mb"]),
             "n_points": int(len(self.series)),
-            "ctx_min": int(f.context_min),
-            "ctx_max": int(f.context_max),
-            "slope_1k": float(f.slope_per_1k),
             "slope_resolved": "resolved" if f.resolved else "not resolved",
-            "r2": float(f.r2),
             "sparse_us": 1000 * g.growth.sparse_ms,
             "dense_us": 1000 * g.growth.dense_ms,
             "sparse_share_pct": 100 * g.share,
             "dense_share_pct": 100 * g.growth.dense_ms / g.claim_ms,
-            "seq_explain": float(g.sequences_to_explain),
             "compute_growth_us": 1000 * g.compute_ms,
             "seq_explain_both": g.claim_ms / (g.growth.sparse_ms + g.compute_ms),
             "hbm_tbs": self.hw.hbm_bandwidth_bytes_per_s / 1e12,
-            "batch": int(self.params.batch),
             "implied_x_floor": im.low_ms / im.step_floor_ms,
-            "scan_b": float(self.reads_lo.scan_bytes_per_token),
-            "dense_b": float(self.reads_lo.dense_bytes_per_token),
             "topk": int(m.attention.index_topk if m.attention else 0),
             "batch_text": units.plural(self.params.batch, "sequence"),
             "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
