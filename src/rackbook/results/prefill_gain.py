@@ -274,7 +274,14 @@ class Analysis:
             raise InputError("claims", f"claims[{CLAIM_ID}].scope.context_tokens", "required")
         self.claim_prefix = prefix = claim.scope.context_tokens.high
         self.table = table = new_token_prefill(trace, p.assume_prefix_tokens)
-        self.gain, self.range_verdict, self.missing = _measured_gain(table, p, low, high)
+        lacking = [c for c in (p.config_a, p.config_b) if not _requests(table, c)[0].size]
+        kw: dict[str, Any] = dict(stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed)
+        self.gain = None if lacking else gain(table, p.config_a, p.config_b, **kw)
+        self.range_verdict = verdict_range(self.gain, low, high) if self.gain else None
+        self.missing = f"no usable request of configuration {' or '.join(lacking)}: record both "
+        self.missing = (
+            self.missing + "configurations behind the same cached prefix" if lacking else ""
+        )
         self.trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
         self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
         model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
@@ -300,7 +307,7 @@ class Analysis:
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
         )
         attainable = gain_attainable(model, gpu, p.prefill_gpus, prefix, high, p.baseline_tok_s)
-        kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
+        kw = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
         kw |= dict(bound_how=bound_how, attainable=attainable)
         physics = gain_physics(low, high, self.removable, how, **kw)
         self.readings = common.readings(reg, (physics, run))
@@ -363,23 +370,6 @@ class Analysis:
             "read_over_compute": m.sparse_read_s / m.compute_s_per_new_token,
             "v_physics": self.readings[0].verdict,
         }
-
-
-def _measured_gain(
-    table: pd.DataFrame, p: Params, low: float, high: float
-) -> tuple[Gain | None, RangeVerdict | None, str]:
-    configs = set(table.loc[table["new_tok_s"].notna(), "config"])
-    lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
-    if lacking:
-        missing = (
-            f"no usable request of configuration {' or '.join(lacking)}: record both "
-            "configurations behind the same cached prefix"
-        )
-        return None, None, missing
-    g = gain(
-        table, p.config_a, p.config_b, stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed
-    )
-    return g, verdict_range(g, low, high), ""
 
 
 analyse = Analysis

@@ -218,21 +218,13 @@ def claim_vs_floor(
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f, u = floor(acceptance_length=acc), floor(acceptance_length=acc, routing="uniform")
-        step_ms = 1000 * f.step_s
         row: dict[str, Any] = dict(reading=name, acceptance_length=acc)
         row |= dict(claim_ms_per_token=claim_ms, claim_step_ms=acc * claim_ms)
-        row |= dict(floor_step_ms=step_ms, floor_ms_per_token=step_ms / acc)
-        row |= dict(ceiling_tok_s=f.tokens_per_s)
+        row |= dict(floor_step_ms=1000 * f.step_s, ceiling_tok_s=f.tokens_per_s)
         row |= dict(claim_share_of_ceiling=claim_tokens_per_s / f.tokens_per_s)
-        row |= dict(step_headroom=acc * claim_ms / step_ms)
-        row |= dict(fits=claim_tokens_per_s <= f.tokens_per_s, verify_tokens=f.verify_tokens)
-        row |= dict(weight_gb=f.weight_bytes / 1e9, draft_mb=f.draft_bytes / 1e6)
-        row |= dict(uniform_tok_s=u.tokens_per_s, uniform_weight_gb=u.weight_bytes / 1e9)
-        formula = (
-            f"claim 1000 / {claim_tokens_per_s:g} = {claim_ms:.4g} ms/token x "
-            f"{acc:g} = {acc * claim_ms:.4g} ms/step vs floor {f.formula}"
-        )
-        rows.append(row | dict(formula=formula))
+        row |= dict(verify_tokens=f.verify_tokens, weight_gb=f.weight_bytes / 1e9)
+        row |= dict(draft_mb=f.draft_bytes / 1e6, uniform_tok_s=u.tokens_per_s)
+        rows.append(row | dict(uniform_weight_gb=u.weight_bytes / 1e9))
     return pd.DataFrame(rows)
 
 

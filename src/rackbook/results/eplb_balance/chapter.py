@@ -15,7 +15,7 @@ from rackbook.core.units import percent
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
-from rackbook.results import evidence, headline, verdicts
+from rackbook.results import headline, verdicts
 from rackbook.results.eplb_balance import measure
 from rackbook.results.eplb_balance.synthetic import (
     AFTER,
@@ -195,6 +195,8 @@ class Analysis:
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         s, loads = self.summary, self.loads
+        phys = headline.by_claim(self.readings, "physics")
+        b, a = phys[BEFORE].verdict, phys[AFTER].verdict
         by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
         return common.glue(self, GLUE) | {
             "claim_after_pct": 100 * self.after,
@@ -214,17 +216,8 @@ class Analysis:
             "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
             "small_batch": int(by_batch.index[0]),
             "large_batch": int(by_batch.index[-1]),
-            **(
-                verdicts := {
-                    f"{r.claim_id.split('.')[1]}_{r.reading.replace(' ', '_')}": r.verdict
-                    for r in self.readings
-                }
-            ),
-            "before_after_physics": (
-                f"both {verdicts.get('before_physics')}"
-                if verdicts.get("before_physics") == verdicts.get("after_physics")
-                else f"{verdicts.get('before_physics')} and {verdicts.get('after_physics')}"
-            ),
+            **{f"{c.split('.')[1]}_physics": r.verdict for c, r in phys.items()},
+            "before_after_physics": f"both {b}" if b == a else f"{b} and {a}",
         }
 
 
@@ -259,17 +252,22 @@ def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
         f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
     )
     skewed = "a skewed routing with static placement can score it"
-    return [
-        balancedness_physics(BEFORE, a.before, p.ep_size, skewed),
-        evidence.reading(BEFORE, registry=reg),
-        run_reading(run, BEFORE, s["static"], tol(BEFORE), a.before, ""),
-        balancedness_physics(AFTER, a.after, p.ep_size, model_note),
-        evidence.reading(AFTER, registry=reg),
-        run_reading(run, AFTER, s["eplb"], tol(AFTER), a.after, ""),
-        recovered_physics(a.before, a.after, a.recovered, tol(RECOVERED), p.ep_size),
-        evidence.reading(RECOVERED, registry=reg),
-        run_reading(run, RECOVERED, a.model_pct["gap closed"], tol(RECOVERED), a.recovered, " %"),
-    ]
+    gap = a.model_pct["gap closed"]
+    return common.readings(
+        reg,
+        (
+            balancedness_physics(BEFORE, a.before, p.ep_size, skewed),
+            run_reading(run, BEFORE, s["static"], tol(BEFORE), a.before, ""),
+        ),
+        (
+            balancedness_physics(AFTER, a.after, p.ep_size, model_note),
+            run_reading(run, AFTER, s["eplb"], tol(AFTER), a.after, ""),
+        ),
+        (
+            recovered_physics(a.before, a.after, a.recovered, tol(RECOVERED), p.ep_size),
+            run_reading(run, RECOVERED, gap, tol(RECOVERED), a.recovered, " %"),
+        ),
+    )
 
 
 def outcome(a: Analysis) -> headline.Outcome:
