@@ -19,8 +19,7 @@ from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.physics import roofline
 from rackbook.results import context_latency
-from rackbook.results.context_latency import Params
-from rackbook.results.context_latency.chapter import DELTA_ID, DELTA_PCT_ID, KV_BYTES_ID
+from rackbook.results.context_latency import DELTA_ID, DELTA_PCT_ID, KV_BYTES_ID, Params
 
 #: The published pair of context lengths (data/claims.yaml: context-latency.delta, scope).
 LO, HI = 128_000, 855_000

@@ -151,7 +151,7 @@ CAP_PREFILL = 1 / (2 * 4_246_732_800 / 15e15 + 2 * 3_753_267_200 / 5e15)
 
 
 def test_ceilings_by_hand_with_their_formulas():
-    c = rack_scaling.chapter.ceilings("deepseek-v4.1-flash", "gb300", 72)
+    c = rack_scaling.ceilings("deepseek-v4.1-flash", "gb300", 72)
     by = c.set_index(["ceiling", "phase"])
     assert by.loc[("compute", "decode"), "tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
     assert CAP_DECODE == pytest.approx(241_834, abs=1)
@@ -172,7 +172,7 @@ def test_ceilings_by_hand_with_their_formulas():
 
 
 def test_speedup_readings_tray_and_hgx():
-    r = rack_scaling.chapter.speedup_readings(7.9, 954_000, 72, "deepseek-v4.1-flash")
+    r = rack_scaling.speedup_readings(7.9, 954_000, 72, "deepseek-v4.1-flash")
     r = r.set_index("system")
     assert r.loc["gb300-tray", "gpus_per_node"] == 4 and r.loc["gb300-tray", "nodes"] == 18
     assert r.loc["gb300-tray", "efficiency"] == pytest.approx(7.9 / 18)
@@ -198,7 +198,7 @@ def test_speedup_readings_tray_and_hgx():
 
 
 def test_throughput_readings_per_gpu_exceeds_the_ceiling_rack_total_does_not():
-    r = rack_scaling.chapter.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300")
+    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300")
     r = r.set_index("reading")
     dec = r.loc["per-gpu-decode"]  # 954,000 / 241,834 = 3.94x
     assert dec["ceiling_tok_s_per_gpu"] == pytest.approx(CAP_DECODE)
@@ -239,7 +239,7 @@ def test_throughput_reading_with_a_cached_share(share, verdict):
     computed = new input + output = 954,000 x (100 (1 - s) + 1) / 101 per GPU."""
     from rackbook.physics import check
 
-    r = rack_scaling.chapter.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
+    r = rack_scaling.throughput_readings(954_000, 72, "deepseek-v4.1-flash", "gb300", share)
     c = r.set_index("reading").loc["per-gpu-with-cached"]
     assert c["computed_tok_s_per_gpu"] == pytest.approx(954_000 * (100 * (1 - share) + 1) / 101)
     cli = check.check_claim(
@@ -254,7 +254,7 @@ TOKENS = {"per GPU as stated": 954_000, "rack total / 72": 954_000 / 72}
 
 
 def test_cost_readings():
-    c = rack_scaling.chapter.cost_readings(38.96, TOKENS)
+    c = rack_scaling.cost_readings(38.96, TOKENS)
     cost = c.cost.set_index(["reading", "basis"])["usd_per_m_tokens"]
     # 13,250 tok/s x 3600 = 47.7 M tokens per GPU-hour; the catalog's rental is $2.652
     assert cost[("rack total / 72", "claim as cost")] == pytest.approx(38.96 / 47.7)
