@@ -95,7 +95,6 @@ class StreamStats:
     tokens_per_chunk: float
     acceptance_length: float | None
     acceptance_source: str
-    formula: str
     gaps: np.ndarray  # pooled gaps between streamed chunks (ms), in trace order
 
 
@@ -132,12 +131,7 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
     has_gaps = n_gaps > 0
     per_chunk = float(steps[has_gaps].sum() / n_gaps[has_gaps].sum()) if has_gaps.any() else np.nan
     acc, src = acceptance_length(trace, point_id)
-    formula = (
-        f"sum(output - 1) / sum(e2el - ttft) = {total_steps} / {total_dec:.4g} s = "
-        f"{overall:,.1f} tok/s ({1000 / overall if overall else np.nan:.4g} ms/token); "
-        f"{per_chunk:.3g} tokens per chunk"
-    )
-    return StreamStats(per, float(overall), pct, per_chunk, acc, src, formula, 1000 * g)
+    return StreamStats(per, float(overall), pct, per_chunk, acc, src, 1000 * g)
 
 
 #: How much two requests may overlap (s) and still count as one after the other (clock skew).
