@@ -281,17 +281,16 @@ def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
 
 def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
     """What keeps the "this run" reading from a verdict (else ``""``)."""
-    out = []
-    if params.engine_a not in engines:
-        out.append(
-            f"no engine-A points ({params.engine_a}): record vLLM's sweep (`--source live`) or "
-            "import its results with `rackbook import vllm-bench`"
-        )
-    if params.engine_b not in engines:
-        out.append(
-            f"no engine-B points ({params.engine_b}): record an offline engine or import its "
-            "results with `rackbook import offline-engine`"
-        )
+    sides = (
+        ("A", params.engine_a, "vLLM's sweep (`--source live`)", "vllm-bench"),
+        ("B", params.engine_b, "an offline engine", "offline-engine"),
+    )
+    out = [
+        f"no engine-{k} points ({name}): record {how} or import its results with "
+        f"`rackbook import {fmt}`"
+        for k, name, how, fmt in sides
+        if name not in engines
+    ]
     if not out and decode.empty:
         out.append("no batch size per rank measured by both engines")
     return "; ".join(out)

@@ -702,23 +702,15 @@ def _measured(a: Analysis) -> list[headline.Headline]:
     run = headline.by_claim(a.readings, "this run")
     cfg, u = nx["config"], a.unit
     note = nx["note"] or "cached count from the requests' cached_prompt_tokens"
-    prices = catalogs.token_price(TOKEN_PRICES)
-    total = (
-        f"(input + output tokens) / window / {u}s, config {cfg} "
-        f"on {units.plural(int(nx['num_gpus']), u)}"
-    )
-    new = (
-        f"(input - cached input) tokens / window, config {cfg}; "
-        "null when the cached count is unknown"
-    )
-    cached = f"prefix-cache-hit input tokens / window, config {cfg}; null when unknown"
+    prices, null = catalogs.token_price(TOKEN_PRICES), "; null when the cached count is unknown"
+    total = f"(input + output tokens) / window / {u}s, config {cfg} on "
+    total += units.plural(int(nx["num_gpus"]), u)
+    new = f"(input - cached input) tokens / window, config {cfg}{null}"
+    cached = f"prefix-cache-hit input tokens / window, config {cfg}{null}"
     speedup = f"{p.metric} tok/s of config {top['config']} / config {p.reference_config}"
     eff = f"(T_n / n {u}s) / (T_1 / n_1 {u}s), the per-{u} ratio"
-    revenue = (
-        f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input "
-        f"tok/s x ${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}; null "
-        "when the cached count is unknown"
-    )
+    revenue = f"(computed tok/s x ${prices.usd_per_m_uncached:g}/M + cached input tok/s x "
+    revenue += f"${prices.usd_per_m_cached:g}/M) per {u} x 3600, config {cfg}{null}"
     tp, sp, cost = run[THROUGHPUT_CLAIM], run[SPEEDUP_CLAIM], run[COST_CLAIM]
     unsaid = "the write-up does not say which tokens it counts"
     output = f"output tokens / window, config {cfg}"
