@@ -430,15 +430,12 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
 
 
 def test_the_calibration_target_comes_from_the_registry() -> None:
-    assert eplb_balance.synthetic.calibration_target() == load_claims().value(
-        eplb_balance.synthetic.BEFORE
-    )
+    small = eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8)
+    published = load_claims().value(eplb_balance.synthetic.BEFORE)
+    assert eplb_balance.synthetic.calibrate(small)["target"] == published
     reg = _registry(**{eplb_balance.synthetic.BEFORE: {"value": 0.5}})
-    assert eplb_balance.synthetic.calibration_target(reg) == 0.5
     # a small synthetic model, calibrated to the edited figure
-    cal = eplb_balance.synthetic.calibrate(
-        eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8), registry=reg
-    )
+    cal = eplb_balance.synthetic.calibrate(small, registry=reg)
     assert cal["target"] == 0.5 and cal["balancedness_static"] == pytest.approx(0.5, abs=1e-3)
 
 
