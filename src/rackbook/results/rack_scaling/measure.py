@@ -84,17 +84,13 @@ def with_gpu_counts(trace: Trace, gpus_per_replica: int = 1) -> Trace:
     """``trace`` whose null ``points.num_gpus`` are replicas (else 1) x ``gpus_per_replica``."""
     pts = trace.points.copy()
     sm = trace.extra.get("server_metrics")
-    replicas, gpus, source = [], [], []
+    replicas, gpus = [], []
     for _, p in pts.iterrows():
         r = _replicas(p, sm)
         replicas.append(r := 1 if r is None else r)
-        known = pd.notna(p["num_gpus"])
-        gpus.append(int(p["num_gpus"]) if known else r * gpus_per_replica)
-        how = f"replicas x gpus_per_replica ({r} x {gpus_per_replica})"
-        source.append("points.num_gpus" if known else how)
+        gpus.append(int(p["num_gpus"]) if pd.notna(p["num_gpus"]) else r * gpus_per_replica)
     pts["replicas"] = pd.array(replicas, dtype="Int64")
     pts["num_gpus"] = pd.array(gpus, dtype="Int64")
-    pts["gpus_source"] = pd.array(source, dtype="string")
     return dataclasses.replace(trace, points=pts)
 
 
