@@ -5,7 +5,6 @@ chapter's analysis, outcome and the values its prose quotes. Module ``measure``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -171,9 +170,10 @@ def implied_latency_physics(
     gpus: int,
     lo: int,
     kv_dtype: str,
+    growth: dict[str, Any] | None = None,
 ) -> ImpliedLatency:
     """The implied latency at ``lo``: impossible when even the longest is below one sequence's
-    memory floor on ``gpus`` GPUs."""
+    memory floor on ``gpus`` GPUs; set against the step measured kernels take (``growth``'s)."""
     central = 100 * claim_ms / claim_pct
     low = 100 * (claim_ms - tol_ms) / (claim_pct + tol_pct)
     high = 100 * (claim_ms + tol_ms) / (claim_pct - tol_pct)
@@ -186,7 +186,16 @@ def implied_latency_physics(
         f"one sequence on {units.plural(gpus, hw.id.upper())} cannot step faster than "
         f"{step_ms:.3g} ms",
     ]
-    r = common.reading(DELTA_PCT_ID, "physics", v, f"implied {low:.3g}-{high:.3g} ms", clauses)
+    att, g = None, growth or {}
+    if g.get("step_lo_s"):
+        x = 1e-3 * central / g["step_lo_s"]
+        text = f"the two figures imply a step of {central:.3g} ms at {lo:,} tokens, {x:.2g}x the "
+        text += f"{1e3 * g['step_lo_s']:.3g} ms measured kernels take for one sequence "
+        text += f"({g['deployment']}; {g['calibration']})"
+        brief = f"the implied step is {x:.2g}x what measured kernels take for one sequence"
+        att = g | {"ratio": x, "text": text, "brief": brief}
+    margin = f"implied {low:.3g}-{high:.3g} ms"
+    r = common.reading(DELTA_PCT_ID, "physics", v, margin, clauses, attainable=att)
     return ImpliedLatency(central, low, high, step_ms, r)
 
 
@@ -310,10 +319,8 @@ class Analysis:
             1000 * compute_s / p.n_gpus,
             growth_attainable(m, hw, p.weight_gpus, lo, hi, claim_ms, p.batch),
         )
-        implied = implied_latency_physics(
-            claim_ms, tol_ms, claim_pct, tol_pct, m, hw, p.weight_gpus, lo, p.kv_dtype
-        )
-        self.implied = implied = _implied_attainable(implied, growth.reading.attainable or {}, lo)
+        on = (m, hw, p.weight_gpus, lo, p.kv_dtype, growth.reading.attainable)
+        self.implied = implied = implied_latency_physics(claim_ms, tol_ms, claim_pct, tol_pct, *on)
         testable = verdicts.can_test(self.trace.run)
         claims: dict[str, dict[str, Any]] = {
             DELTA_ID: dict(claim=claim_ms, tolerance=tol_ms),
@@ -437,21 +444,6 @@ class Analysis:
             f"resolve whether decode latency grows with context at these lengths, so its "
             f"delta of {d.delta_ms:+.3g} ms is noise, not a finding."
         )
-
-
-def _implied_attainable(implied: ImpliedLatency, ga: dict[str, Any], lo: int) -> ImpliedLatency:
-    if not ga.get("step_lo_s"):
-        return implied
-    x = 1e-3 * implied.central_ms / ga["step_lo_s"]
-    text = (
-        f"the two figures imply a step of {implied.central_ms:.3g} ms at {lo:,} tokens, "
-        f"{x:.2g}x the {1e3 * ga['step_lo_s']:.3g} ms measured kernels take for one "
-        f"sequence ({ga['deployment']}; {ga['calibration']})"
-    )
-    brief = f"the implied step is {x:.2g}x what measured kernels take for one sequence"
-    attainable = {**ga, "ratio": x, "text": text, "brief": brief}
-    reading = dataclasses.replace(implied.reading, attainable=attainable)
-    return dataclasses.replace(implied, reading=reading)
 
 
 analyse = Analysis
