@@ -187,26 +187,22 @@ def gain_physics(
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
-        f"at equal kernel efficiency before and after (an assumption, not physics), "
-        f"+{percent(low, 0)} to +{percent(high, 0)} on new tokens removes {percent(need_lo)} to "
-        f"{percent(need_hi)} of "
-        f"their time, and running the decoder layers on the last window only removes up to "
-        f"{percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} need no faster kernels"
+        f"at equal kernel efficiency before and after (an assumption, not physics), +"
+        f"{percent(low, 0)} to +{percent(high, 0)} on new tokens removes {percent(need_lo)} to "
+        f"{percent(need_hi)} of their time, and running the decoder layers on the last window "
+        f"only removes up to {percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} "
+        "need no faster kernels"
     )
-    if baseline_tok_s is None or bound_tok_s is None:
-        why = (
-            "a bound caps a throughput, not a gain: the baseline's absolute new-token "
-            "throughput is not published, and a slow enough baseline makes any gain reachable"
-        )
-        v, margin = "undetermined", "no baseline throughput published"
-        return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
-    after = baseline_tok_s * (1 + high)
-    ratio = after / bound_tok_s
-    why = (
-        f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)}) = "
-        f"{after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound ({bound_how})"
-    )
-    v, margin = check.physics_verdict(ratio), f"{ratio_text(ratio)} the new-token bound"
+    v, margin = "undetermined", "no baseline throughput published"
+    why = "a bound caps a throughput, not a gain: the baseline's absolute new-token throughput "
+    why += "is not published, and a slow enough baseline makes any gain reachable"
+    if baseline_tok_s is not None and bound_tok_s is not None:
+        after = baseline_tok_s * (1 + high)
+        ratio = after / bound_tok_s
+        why = f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)})"
+        why += f" = {after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound "
+        why += f"({bound_how})"
+        v, margin = check.physics_verdict(ratio), f"{ratio_text(ratio)} the new-token bound"
     return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
 
 
