@@ -29,6 +29,8 @@ from rackbook.results.context_latency.measure import (  # noqa: F401 (read from 
 )
 
 KV_BYTES_ID = "context-latency.kv-bytes"
+#: The weight shares the prose quotes (``roofline.storage``'s ``<name>_bytes``).
+WEIGHTS = ("total", "routed", "dense")
 DELTA_ID = "context-latency.delta"
 DELTA_PCT_ID = "context-latency.delta-pct"
 
@@ -381,6 +383,7 @@ class Analysis:
         b = kvb[self.params.kv_dtype]
         g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
+        ends = (("lo", self.lo), ("hi", self.hi))
         return common.glue(self, GLUE) | {
             "claim_kv": int(self.claim_kv.value or 0),
             "claim_delta_ms": float(self.claim_delta.value or 0),
@@ -392,20 +395,14 @@ class Analysis:
             "rows_per_token": float(b.rows_per_token),
             "kv_row": float(b.kv_row_bytes),
             "idx_row": float(b.indexer_row_bytes),
-            "kv_fp8": int(kvb["fp8"].bytes_per_token),
-            "kv_bf16": int(kvb["bf16"].bytes_per_token),
-            "weights_total_gb": self.weights.total_bytes / 1e9,
+            **{f"kv_{d}": int(x.bytes_per_token) for d, x in kvb.items() if d != "fp4"},
+            **{f"weights_{k}_gb": getattr(self.weights, f"{k}_bytes") / 1e9 for k in WEIGHTS},
             "w_per_gpu_gb": self.w_per_gpu / 1e9,
-            "weights_routed_gb": self.weights.routed_bytes / 1e9,
-            "weights_dense_gb": self.weights.dense_bytes / 1e9,
             "moe_layers": int(m.moe.num_moe_layers or 0),
             "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
-            "seq_lo_mb": float(at.loc[self.lo, "kv_bytes_per_sequence"]) / 1e6,
-            "seq_hi_mb": float(at.loc[self.hi, "kv_bytes_per_sequence"]) / 1e6,
-            "fit_lo": int(at.loc[self.lo, "sequences_per_gpu"]),
-            "fit_hi": int(at.loc[self.hi, "sequences_per_gpu"]),
-            "sparse_lo_mb": float(reads.loc[self.lo, "sparse_read_mb"]),
-            "sparse_hi_mb": float(reads.loc[self.hi, "sparse_read_mb"]),
+            **{f"seq_{k}_mb": float(at.loc[c, "kv_bytes_per_sequence"]) / 1e6 for k, c in ends},
+            **{f"fit_{k}": int(at.loc[c, "sequences_per_gpu"]) for k, c in ends},
+            **{f"sparse_{k}_mb": float(reads.loc[c, "sparse_read_mb"]) for k, c in ends},
             "dense_hi_mb": float(reads.loc[self.hi, "dense_read_mb"]),
             "n_points": int(len(self.series)),
             "slope_resolved": "resolved" if f.resolved else "not resolved",
