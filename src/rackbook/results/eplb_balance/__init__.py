@@ -200,11 +200,10 @@ class Analysis:
         phys = headline.by_claim(self.readings, "physics")
         b, a = phys[BEFORE].verdict, phys[AFTER].verdict
         by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
+        ends = (("small", 0), ("large", -1))
         return common.glue(self, GLUE) | {
             "claim_after_pct": 100 * self.after,
-            "n_windows": loads.shape[0],
-            "n_layers": loads.shape[1],
-            "n_experts": loads.shape[2],
+            **dict(zip(("n_windows", "n_layers", "n_experts"), loads.shape, strict=True)),
             "tokens_per_step": int(loads[0, 0].sum()),
             **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
             "n_physical": loads.shape[2] + self.params.redundant,
@@ -214,10 +213,8 @@ class Analysis:
             "pct_floor": self.model_pct["ratio to uniform, same sampling"],
             "claim_gap": self.claim_pct["gap closed"],
             "claim_ratio": self.claim_pct["ratio to uniform"],
-            "eplb_small_batch": float(by_batch["eplb"].iloc[0]),
-            "eplb_large_batch": float(by_batch["eplb"].iloc[-1]),
-            "small_batch": int(by_batch.index[0]),
-            "large_batch": int(by_batch.index[-1]),
+            **{f"eplb_{k}_batch": float(by_batch["eplb"].iloc[i]) for k, i in ends},
+            **{f"{k}_batch": int(by_batch.index[i]) for k, i in ends},
             **{f"{c.split('.')[1]}_physics": r.verdict for c, r in phys.items()},
             "before_after_physics": f"both {b}" if b == a else f"{b} and {a}",
         }
