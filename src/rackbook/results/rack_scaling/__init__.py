@@ -776,33 +776,25 @@ def flips(a: Analysis) -> list[str]:
     work = f"ISL {a.params.workload_isl:,} / OSL {a.params.workload_osl:,}, assumed"
     need = a.throughput.set_index("reading").loc["per-gpu-with-cached", "min_cached_share"]
     bound = results_bounds.cached_ceiling(a.model, a.gpu, a.rack.gpus).ceiling_tok_s_per_gpu
-    tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): " + (
-        f"possible once a published cached share reaches {percent(need)}, impossible below"
-        if np.isfinite(need)
-        else "no cached share fits"
-    )
-    tp += (
-        f"; as computed tokens possible up to {hi * a.cap('compute', 'prefill'):,.0f} tok/s per "
-        f"GPU (prefill ceiling), impossible above {units.number(bound, 3)} tok/s per GPU on any "
-        f"workload; decode ratio {a.band.text}"
-    )
-    sd = a.speedups
+    fits = f"possible once a published cached share reaches {percent(need)}, impossible below"
+    tp = f"throughput, physics (per GPU as stated, cache hits counted, {work}): "
+    tp += f"{fits if np.isfinite(need) else 'no cached share fits'}; as computed tokens possible "
+    tp += f"up to {hi * a.cap('compute', 'prefill'):,.0f} tok/s per GPU (prefill ceiling), "
+    tp += f"impossible above {units.number(bound, 3)} tok/s per GPU on any workload; decode "
+    tp += f"ratio {a.band.text}"
+    sd, nodes = a.speedups, []
     caps = hi * sd["ceiling_tok_s_per_gpu"] * sd["gpus_per_node"]
-    nodes = "; ".join(
-        f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes fit from "
-        f"{percent(r.stated_min_cached_share)} "
-        "cache hits"
-        if np.isfinite(r.stated_min_cached_share)
-        else f"no cached share fits {r.gpus_per_node}-GPU {r.gpu.upper()} nodes"
-        for r in sd.itertuples()
-    )
-    sp = (
-        f"speedup, physics (throughput's basis, {work}): {nodes}. As the rack's total: possible "
-        f"below {s * caps.min():,.0f} tok/s (every node within its ceiling), impossible above "
-        f"{s * caps.max():,.0f} tok/s; at {t:,.0f} tok/s, possible above "
-        f"{ratio_text(t / caps.min())}, "
-        f"impossible below {ratio_text(t / caps.max())}"
-    )
+    for r in sd.itertuples():
+        node, share = f"{r.gpus_per_node}-GPU {r.gpu.upper()} nodes", r.stated_min_cached_share
+        nodes.append(
+            f"{node} fit from {percent(share)} cache hits"
+            if np.isfinite(share)
+            else f"no cached share fits {node}"
+        )
+    sp = f"speedup, physics (throughput's basis, {work}): {'; '.join(nodes)}. As the rack's "
+    sp += f"total: possible below {s * caps.min():,.0f} tok/s (every node within its ceiling), "
+    sp += f"impossible above {s * caps.max():,.0f} tok/s; at {t:,.0f} tok/s, possible above "
+    sp += f"{ratio_text(t / caps.min())}, impossible below {ratio_text(t / caps.max())}"
     return [
         tp,
         sp,
