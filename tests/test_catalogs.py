@@ -86,14 +86,14 @@ def test_token_prices_are_read_from_the_catalog(tmp_root):
     from rackbook.results import rack_scaling
 
     row = pd.Series({"computed_tok_s_per_gpu": 1000.0, "cached_input_tok_s_per_gpu": 500.0})
-    assert rack_scaling.chapter.token_revenue(row) == pytest.approx((1000 + 50) * 3600 / 1e6)
+    assert rack_scaling.token_revenue(row) == pytest.approx((1000 + 50) * 3600 / 1e6)
     _edit(
         tmp_root / "data" / "hardware.yaml",
         lambda d: d["token_prices"]["inferencex-tco-calculator"].update(
             usd_per_m_uncached=2.0, usd_per_m_cached=0.5
         ),
     )
-    assert rack_scaling.chapter.token_revenue(row) == pytest.approx((2000 + 250) * 3600 / 1e6)
+    assert rack_scaling.token_revenue(row) == pytest.approx((2000 + 250) * 3600 / 1e6)
 
 
 def test_every_catalog_entry_cites_public_urls_and_no_internal_sheet():

@@ -19,8 +19,7 @@ from rackbook.errors import InputError
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.physics import roofline
 from rackbook.results import context_latency
-from rackbook.results.context_latency import Params
-from rackbook.results.context_latency.chapter import DELTA_ID, DELTA_PCT_ID, KV_BYTES_ID
+from rackbook.results.context_latency import DELTA_ID, DELTA_PCT_ID, KV_BYTES_ID, Params
 
 #: The published pair of context lengths (data/claims.yaml: context-latency.delta, scope).
 LO, HI = 128_000, 855_000
@@ -89,13 +88,9 @@ def test_fit_and_deltas(tmp_path):
     assert f.slope_ci_per_1k == pytest.approx((2.0, 2.0)) and f.resolved
     d = context_latency.measure.delta(tab, 1000, 4000)
     assert (d.delta_ms, d.delta_pct) == pytest.approx((6.0, 50.0))  # 18 - 12 = 6 ms, 6 / 12
-    assert d.pair == "requested" and d.source == "measured"
+    assert d.pair == "requested"
     d = context_latency.measure.delta(tab, LO, HI)  # 128k / 855k not in the trace: the longest pair
     assert d.pair == "longest-available" and (d.lo, d.hi) == (1000, 4000)
-    d = context_latency.measure.delta(f, LO, HI)  # 10 + 2 x 128 = 266 ms; 10 + 2 x 855 = 1720 ms
-    assert d.lo_ms == pytest.approx(266.0) and d.hi_ms == pytest.approx(1720.0)
-    assert d.delta_ms == pytest.approx(1454.0) and d.pair == "extrapolated"
-    assert context_latency.measure.delta(f, 1000, 3000).pair == "requested"
 
 
 def _table(ms):
@@ -122,7 +117,6 @@ def test_slope_confidence_interval(ms, slope, ci, r2, resolved):
     assert f.slope_per_1k == pytest.approx(slope)
     assert f.slope_ci_per_1k == pytest.approx(ci, abs=1e-3)
     assert f.r2 == pytest.approx(r2) and f.resolved is resolved
-    assert "slope 95 % CI" in f.formula
 
 
 def test_two_points_have_no_interval():

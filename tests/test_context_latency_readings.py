@@ -25,9 +25,7 @@ MODEL = "deepseek-v4.1-flash"
 
 def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
     d = hi_ms - lo_ms
-    return context_latency.measure.Delta(
-        lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, "measured", pair, ""
-    )
+    return context_latency.measure.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, pair)
 
 
 def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4.1-Flash"):
@@ -41,18 +39,13 @@ def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4
 
 def test_the_hand_computed_figures_are_the_registry_s():
     reg = load_claims()
-    assert reg.value(context_latency.chapter.KV_BYTES_ID) == KV_BYTES
-    assert reg.value(context_latency.chapter.DELTA_ID) == DELTA_MS
-    assert reg.tolerance(context_latency.chapter.DELTA_ID) == TOL_MS
-    assert reg.value(context_latency.chapter.DELTA_PCT_ID) == DELTA_PCT
-    assert reg.tolerance(context_latency.chapter.DELTA_PCT_ID) == TOL_PCT
-    assert context_latency.chapter.claimed_span(reg) == (LO, HI)
+    assert reg.value(context_latency.KV_BYTES_ID) == KV_BYTES
+    assert reg.value(context_latency.DELTA_ID) == DELTA_MS
+    assert reg.tolerance(context_latency.DELTA_ID) == TOL_MS
+    assert reg.value(context_latency.DELTA_PCT_ID) == DELTA_PCT
+    assert reg.tolerance(context_latency.DELTA_PCT_ID) == TOL_PCT
+    assert context_latency.claimed_span(reg) == (LO, HI)
     assert not [n for n in dir(context_latency) if n.startswith("CLAIM_")]  # none typed
-
-
-def test_evidence_kind():
-    assert context_latency.chapter.evidence_kind("recorded") == "measured"
-    assert context_latency.chapter.evidence_kind("synthetic") == "synthetic"
 
 
 @pytest.mark.parametrize(
@@ -63,9 +56,7 @@ def test_evidence_kind():
     ],
 )
 def test_kv_bytes_physics(dtype, verdict, why):
-    r = context_latency.chapter.kv_bytes_physics(
-        roofline.kv_bytes(catalogs.as_model(MODEL), dtype), 890
-    )
+    r = context_latency.kv_bytes_physics(roofline.kv_bytes(catalogs.as_model(MODEL), dtype), 890)
     assert (r.reading, r.verdict) == ("physics", verdict) and why in r.reason
 
 
@@ -80,7 +71,7 @@ def test_kv_bytes_physics(dtype, verdict, why):
 )
 def test_growth_physics(batch, verdict, n_seq):
     g = roofline.context_growth(MODEL, "gb300", LO, HI, batch=batch)
-    r = context_latency.chapter.growth_physics(g, DELTA_MS)
+    r = context_latency.growth_physics(g, DELTA_MS)
     assert r.reading.verdict == verdict
     assert r.per_sequence_ms == pytest.approx(0.01544875)
     assert r.sequences_to_explain == pytest.approx(n_seq)  # per sequence, whatever the batch
@@ -89,7 +80,7 @@ def test_growth_physics(batch, verdict, n_seq):
 
 def test_implied_latency_physics():
     m, hw = catalogs.as_model(MODEL), catalogs.as_gpu("gb300")
-    im = context_latency.chapter.implied_latency_physics(
+    im = context_latency.implied_latency_physics(
         DELTA_MS, TOL_MS, DELTA_PCT, TOL_PCT, m, hw, 4, LO, "fp4"
     )
     assert im.central_ms == pytest.approx(60 / 7)  # 8.571 ms
@@ -101,24 +92,22 @@ def test_implied_latency_physics():
 
 
 def test_delta_run_reading():
-    ms = dict(claim=DELTA_MS, tolerance=TOL_MS, claim_id=context_latency.chapter.DELTA_ID)
-    pct = dict(claim=DELTA_PCT, tolerance=TOL_PCT, claim_id=context_latency.chapter.DELTA_PCT_ID)
+    ms = dict(claim=DELTA_MS, tolerance=TOL_MS, claim_id=context_latency.DELTA_ID)
+    pct = dict(claim=DELTA_PCT, tolerance=TOL_PCT, claim_id=context_latency.DELTA_PCT_ID)
     d = _delta()  # +2 ms, +10 %
-    r = context_latency.chapter.delta_run_reading(d, False, _run(gpus=()), None, **ms)
+    r = context_latency.delta_run_reading(d, False, _run(gpus=()), None, **ms)
     assert r.verdict == "untested" and "+2 ms" in r.reason and "2-core Test CPU" in r.reason
-    r = context_latency.chapter.delta_run_reading(d, True, _run(), None, **ms)
+    r = context_latency.delta_run_reading(d, True, _run(), None, **ms)
     assert r.verdict == "untested" and "longest-available" in r.reason
     ok = _delta(LO, HI, 8.57, 9.15, pair="requested")  # +0.58 ms, +6.77 %
-    assert context_latency.chapter.delta_run_reading(ok, True, _run(), None, **ms).verdict == (
-        "consistent"
-    )
-    r = context_latency.chapter.delta_run_reading(ok, True, _run(), None, percent=True, **pct)
+    assert context_latency.delta_run_reading(ok, True, _run(), None, **ms).verdict == ("consistent")
+    r = context_latency.delta_run_reading(ok, True, _run(), None, percent=True, **pct)
     assert r.verdict == "consistent" and r.margin == "-0.232 %"
     off = _delta(LO, HI, 8.57, 9.30, pair="requested")  # +0.73 ms, +8.5 %
-    assert context_latency.chapter.delta_run_reading(off, True, _run(), None, **ms).verdict == (
+    assert context_latency.delta_run_reading(off, True, _run(), None, **ms).verdict == (
         "inconsistent"
     )
-    r = context_latency.chapter.delta_run_reading(off, True, _run(), None, percent=True, **pct)
+    r = context_latency.delta_run_reading(off, True, _run(), None, percent=True, **pct)
     assert r.verdict == "inconsistent"
 
 
@@ -126,9 +115,9 @@ def test_an_unresolved_slope_is_named_in_the_reading():
     flat = pd.DataFrame({"context_tokens": [1000, 2000, 3000], "median_tpot_ms": [12, 11, 13]})
     fit = context_latency.measure.fit_linear(flat)  # slope 0.5 ms/1k, CI 0.5 +/- 11.0
     assert not fit.resolved
-    r = context_latency.chapter.delta_run_reading(
+    r = context_latency.delta_run_reading(
         _delta(), False, _run(gpus=()), fit, claim=DELTA_MS, tolerance=TOL_MS,
-        claim_id=context_latency.chapter.DELTA_ID,
+        claim_id=context_latency.DELTA_ID,
     )  # fmt: skip
     assert "a slope not resolved from zero" in r.reason
 
@@ -149,7 +138,7 @@ def test_an_unresolved_slope_is_named_in_the_reading():
     ids=["cpu", "not-reported", "within-2-percent", "outside-2-percent"],
 )
 def test_kv_bytes_run_reading(run, testable, verdict, why):
-    r = context_latency.chapter.kv_bytes_run_reading(run, testable, KV_BYTES, 0.02)
+    r = context_latency.kv_bytes_run_reading(run, testable, KV_BYTES, 0.02)
     assert r.verdict == verdict and why in r.reason
 
 

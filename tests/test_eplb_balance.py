@@ -247,7 +247,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
 )
 def test_every_run_reading_by_hand(run, claim, value, claimed, unit, verdict, margin, reason):
     tol = 0.5 if unit else 0.005
-    r = eplb_balance.chapter.run_reading(run, claim, value, tol, claimed, unit)
+    r = eplb_balance.run_reading(run, claim, value, tol, claimed, unit)
     assert (r.reading, r.verdict, r.margin, r.reason) == ("this run", verdict, margin, reason)
 
 
@@ -261,7 +261,7 @@ def test_every_run_reading_by_hand(run, claim, value, claimed, unit, verdict, ma
 )
 def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
     """Balancedness = sum(mean) / sum(max) lies in [1/R, 1] for R ranks."""
-    r = eplb_balance.chapter.balancedness_physics(eplb_balance.synthetic.AFTER, claimed, ep, "note")
+    r = eplb_balance.balancedness_physics(eplb_balance.synthetic.AFTER, claimed, ep, "note")
     assert (r.verdict, r.margin) == (verdict, margin)
     assert r.reason.startswith(f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (")
     # the write-up states no EP size: the reason says which is assumed, and the fewest ranks
@@ -286,7 +286,7 @@ def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
 )
 def test_every_recovered_physics_reading(recovered, verdict, why):
     """The recovered share from the claim's 0.35 and 0.94, tolerance 0.5 percentage points."""
-    r = eplb_balance.chapter.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
+    r = eplb_balance.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
     assert r.verdict == verdict and why in r.reason
     assert r.margin == "gap 90.8 %, ratio 94 %"
 
@@ -430,15 +430,12 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
 
 
 def test_the_calibration_target_comes_from_the_registry() -> None:
-    assert eplb_balance.synthetic.calibration_target() == load_claims().value(
-        eplb_balance.synthetic.BEFORE
-    )
+    small = eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8)
+    published = load_claims().value(eplb_balance.synthetic.BEFORE)
+    assert eplb_balance.synthetic.calibrate(small)["target"] == published
     reg = _registry(**{eplb_balance.synthetic.BEFORE: {"value": 0.5}})
-    assert eplb_balance.synthetic.calibration_target(reg) == 0.5
     # a small synthetic model, calibrated to the edited figure
-    cal = eplb_balance.synthetic.calibrate(
-        eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8), registry=reg
-    )
+    cal = eplb_balance.synthetic.calibrate(small, registry=reg)
     assert cal["target"] == 0.5 and cal["balancedness_static"] == pytest.approx(0.5, abs=1e-3)
 
 

@@ -261,9 +261,9 @@ def test_catalog_prices_say_what_they_are():
     figs = {f.id: f.price_kind for f in published.load_figures().figures if f.price_kind}
     # the same $2.652 is an ownership-cost model's rate in both files
     assert figs["inferencex-tco.gb300-hyperscaler"] == kinds["gb300-tco-hyperscaler"]
-    c = rack_scaling.chapter.cost_readings(38.96, {"stated": 954000.0})
+    c = rack_scaling.cost_readings(38.96, {"stated": 954000.0})
     assert set(c.cost["basis"]) == {"claim as cost", "ownership-cost model (gb300-tco-hyperscaler)"}
-    r = rack_scaling.chapter.cost_physics(c, 38.96)
+    r = rack_scaling.cost_physics(c, 38.96)
     assert "$9.74 per GPU-hour" in r.reason and "4-GPU instance-hour" in r.reason
 
 

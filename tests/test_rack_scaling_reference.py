@@ -63,11 +63,6 @@ def test_gpu_counts_from_replicas_points_and_servers(tmp_path):
     g = rack_scaling.measure.with_gpu_counts(t, 4)
     assert g.points["num_gpus"].tolist() == [4, 16, 12]
     assert g.points["replicas"].tolist() == [1, 2, 3]
-    assert g.points["gpus_source"].tolist() == [
-        "replicas x gpus_per_replica (1 x 4)",
-        "points.num_gpus",
-        "replicas x gpus_per_replica (3 x 4)",
-    ]
     assert t.points["num_gpus"].isna().sum() == 2  # the original is untouched
 
 
@@ -94,7 +89,6 @@ def test_scaling_against_the_reference(tmp_path):
     assert top["efficiency"] == pytest.approx(0.6)  # (396 / 3) / (220 / 1)
     assert top["linear_tok_s"] == pytest.approx(660.0)
     assert top["tok_s_per_gpu"] == pytest.approx(132.0)
-    assert "1.8x" in top["formula"] and "60.00 %" in top["formula"]
     out = rack_scaling.measure.scaling_vs_reference(acc, "1x", "output")
     # output: 40 / 2 = 20 tok/s vs 90 / 2.5 = 36 tok/s -> 1.8x as well
     assert out.iloc[1]["speedup"] == pytest.approx(1.8)
@@ -111,6 +105,6 @@ def test_unknown_metric_reference_or_gpus_and_nan_throughput(tmp_path):
         rack_scaling.measure.scaling_vs_reference(
             rack_scaling.measure.token_accounting(t), "1x", "total"
         )
-    # cached tokens unknown: the computed throughput and its ratios are NaN, said in the formula
+    # cached tokens unknown: the computed throughput and its ratios are NaN
     sc = rack_scaling.measure.scaling_vs_reference(acc, "1x", "computed")
-    assert math.isnan(sc.iloc[1]["speedup"]) and "unknown" in sc.iloc[1]["formula"]
+    assert math.isnan(sc.iloc[1]["speedup"]) and math.isnan(sc.iloc[1]["efficiency"])

@@ -53,7 +53,7 @@ def test_rack_scaling_records_reference_and_rack_at_the_chapters_workload():
     assumes: the record plan deploys the reference worker (1x) and the router (rack) at the
     chapter's ISL / OSL, with a prefix at AgentX's published 95 % hit rate."""
     from rackbook.inputs.scenarios import scenario
-    from rackbook.results.rack_scaling.chapter import Params
+    from rackbook.results.rack_scaling import Params
 
     chapter = Params()
     plan = rerun.record_parameters(TOPO)
@@ -128,7 +128,7 @@ def test_one_node_cards_measure_the_reference_worker():
     """context-latency's model reads one copy of the weights over one tray of 4 and one
     GPU's KV reads (data-parallel attention): its card measures the reference worker with
     those parameters; single-user's 4-GPU claim measures it too, not the router."""
-    from rackbook.results.context_latency.chapter import Params
+    from rackbook.results.context_latency import Params
 
     files = recipes.params_files(TOPO)
     ref = recipes.reference_endpoint(TOPO)

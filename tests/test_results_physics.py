@@ -109,7 +109,7 @@ def test_cached_share_threshold_is_sufficient_and_agrees_with_check():
     >= 56.9 %"."""
     from rackbook.results import rack_scaling
 
-    r = rack_scaling.chapter.throughput_readings(954_000, 72, MODEL, "gb300").set_index("reading")
+    r = rack_scaling.throughput_readings(954_000, 72, MODEL, "gb300").set_index("reading")
     share = r.loc["per-gpu-with-cached", "min_cached_share"]
     assert share == pytest.approx(0.640, abs=1e-3)
 
@@ -131,14 +131,14 @@ def test_eplb_floor_states_the_assumed_ranks():
     assumption, and 0.35 clears the floor of any EP size of at least ceil(1 / 0.35) = 3."""
     from rackbook.results import eplb_balance
 
-    r = eplb_balance.chapter.balancedness_physics("eplb-balance.before", 0.35, 64, "x")
+    r = eplb_balance.balancedness_physics("eplb-balance.before", 0.35, 64, "x")
     assert r.verdict == "possible"
     assert "does not state the EP ranks: 64 is assumed here" in r.reason
     assert "any EP size of at least 3 ranks" in r.reason
     # on 2 ranks the floor is 1/2 = 0.5, above 0.35: impossible
-    assert eplb_balance.chapter.balancedness_physics(
-        "eplb-balance.before", 0.35, 2, "x"
-    ).verdict == ("impossible")
+    assert eplb_balance.balancedness_physics("eplb-balance.before", 0.35, 2, "x").verdict == (
+        "impossible"
+    )
 
 
 # ------------------------------------------------------------------- registry and rerun card

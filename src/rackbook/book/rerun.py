@@ -222,7 +222,7 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
     from rackbook.inputs.published import load_figures
     from rackbook.results.headline import defaults
-    from rackbook.results.rack_scaling.chapter import Params
+    from rackbook.results.rack_scaling import Params
 
     ref = topo.reference_worker()
     if ref is None:

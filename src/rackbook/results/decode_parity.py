@@ -281,17 +281,16 @@ def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
 
 def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
     """What keeps the "this run" reading from a verdict (else ``""``)."""
-    out = []
-    if params.engine_a not in engines:
-        out.append(
-            f"no engine-A points ({params.engine_a}): record vLLM's sweep (`--source live`) or "
-            "import its results with `rackbook import vllm-bench`"
-        )
-    if params.engine_b not in engines:
-        out.append(
-            f"no engine-B points ({params.engine_b}): record an offline engine or import its "
-            "results with `rackbook import offline-engine`"
-        )
+    sides = (
+        ("A", params.engine_a, "vLLM's sweep (`--source live`)", "vllm-bench"),
+        ("B", params.engine_b, "an offline engine", "offline-engine"),
+    )
+    out = [
+        f"no engine-{k} points ({name}): record {how} or import its results with "
+        f"`rackbook import {fmt}`"
+        for k, name, how, fmt in sides
+        if name not in engines
+    ]
     if not out and decode.empty:
         out.append("no batch size per rank measured by both engines")
     return "; ".join(out)
@@ -329,18 +328,17 @@ def outcome(a: Analysis) -> headline.Outcome:
     lo, hi = a.ceilings.iloc[0], a.ceilings.iloc[-1]
     hi_x = results_bounds.verdict_rule().impossible_above  # above the bound: impossible
     span = a.claim.scope.batch_sizes
+    same = round(hi["ceiling_tok_s_per_gpu"]) == round(lo["ceiling_tok_s_per_gpu"])
+    beyond = f" or any larger batch (the {lo['limit']} ceiling does not grow with it)"
+    if not same:
+        beyond = f" (or {hi_x * hi['ceiling_tok_s_per_gpu']:,.0f} at {hi['batch']})"
     flips = [
         f"this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
         f"at per-rank batches {span.low if span else 8} to {span.high if span else 256} turns it "
         f"consistent if every gap is within {a.band_pct:g} %, inconsistent otherwise",
         f"physics: an engine above {hi_x * lo['ceiling_tok_s_per_gpu']:,.0f} tok/s per GPU at "
-        f"batch {lo['batch']} per rank"
-        + (
-            f" (or {hi_x * hi['ceiling_tok_s_per_gpu']:,.0f} at {hi['batch']})"
-            if round(hi["ceiling_tok_s_per_gpu"]) != round(lo["ceiling_tok_s_per_gpu"])
-            else f" or any larger batch (the {lo['limit']} ceiling does not grow with it)"
-        )
-        + f" would mean the batch is not per rank on {CLAIM_DECODE_RANKS} ranks",
+        f"batch {lo['batch']} per rank{beyond} would mean the batch is not per rank on "
+        f"{CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
     names = "engine_a engine_b batch_sizes band_pct model_id gpu_id decode_ranks"

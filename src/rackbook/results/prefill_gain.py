@@ -80,29 +80,6 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
     return out.assign(cached_source=source, new_tokens=new, ttft_s=ttft, new_tok_s=rate)
 
 
-def summary(table: pd.DataFrame, by: str = "config") -> pd.DataFrame:
-    """Per value of ``by``: requests, statistics of new-token tok/s, mean new and cached tokens."""
-    rows = []
-    for key, g in table.groupby(by, sort=True):
-        ok = g[g["new_tok_s"].notna()]
-        v = ok["new_tok_s"].to_numpy(np.float64)
-        if not v.size:
-            rows.append({by: key, "requests": 0, "excluded": len(g)})
-            continue
-        p10, p90 = np.percentile(v, [10, 90])
-        rows.append(
-            {by: key, "requests": int(v.size), "excluded": int(len(g) - v.size)}
-            | {"mean_tok_s": float(v.mean()), "median_tok_s": float(np.median(v))}
-            | {"p10_tok_s": float(p10), "p90_tok_s": float(p90), "spread_tok_s": float(p90 - p10)}
-            | {"pooled_tok_s": float(ok["new_tokens"].sum() / ok["ttft_s"].sum())}
-            | {"mean_new_tokens": float(ok["new_tokens"].mean())}
-            | {"mean_cached_tokens": float(ok["cached_tokens"].mean())}
-        )
-    cols = [by, "requests", "excluded", "mean_tok_s", "median_tok_s", "p10_tok_s", "p90_tok_s"]
-    cols += ["spread_tok_s", "pooled_tok_s", "mean_new_tokens", "mean_cached_tokens"]
-    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame(rows)
-
-
 def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
     if stat == "mean":
         return (new / ttft).mean(axis=-1)
@@ -111,15 +88,22 @@ def _stat(new: np.ndarray, ttft: np.ndarray, stat: str) -> np.ndarray:
     return new.sum(axis=-1) / ttft.sum(axis=-1)
 
 
+def _requests(table: pd.DataFrame, config: str) -> tuple[np.ndarray, np.ndarray]:
+    """New tokens and TTFT (s) of ``config``'s usable requests."""
+    g = table[(table["config"] == config) & table["new_tok_s"].notna()]
+    return g["new_tokens"].to_numpy(np.float64), g["ttft_s"].to_numpy(np.float64)
+
+
+def stat_tok_s(table: pd.DataFrame, config: str, stat: str) -> float:
+    """The ``stat`` (mean, median or pooled) of ``config``'s new-token tok/s (NaN: no request)."""
+    new, ttft = _requests(table, config)
+    return float(_stat(new, ttft, stat)) if new.size else np.nan
+
+
 @dataclass(frozen=True)
 class Gain:
     """stat(B) / stat(A) - 1 (fraction) with its bootstrap interval [``low``, ``high``]."""
 
-    a: str
-    b: str
-    stat: str
-    a_tok_s: float
-    b_tok_s: float
     gain: float
     low: float
     high: float
@@ -128,7 +112,6 @@ class Gain:
     n_b: int
     n_boot: int
     seed: int
-    formula: str
 
 
 def gain(
@@ -137,36 +120,23 @@ def gain(
     b: str,
     *,
     stat: str = "median",
-    by: str = "config",
     n_boot: int = 2000,
     level: float = 0.90,
     seed: int = 0,
 ) -> Gain:
     """Gain of ``b`` over ``a`` with the ``level`` interval of ``n_boot`` bootstrap resamples
     (``default_rng(seed)``; A and B drawn independently)."""
-    arrays = []
-    for name in (a, b):
-        g = table[(table[by] == name) & table["new_tok_s"].notna()]
-        if g.empty:
-            raise InputError("-", by, f"no usable request with {by} = {name!r}")
-        arrays.append((g["new_tokens"].to_numpy(np.float64), g["ttft_s"].to_numpy(np.float64)))
-    (na, ta), (nb, tb) = arrays
-    sa, sb = float(_stat(na, ta, stat)), float(_stat(nb, tb, stat))
-    g0 = sb / sa - 1
+    (na, ta), (nb, tb) = arrays = _requests(table, a), _requests(table, b)
+    for name, (new, _) in zip((a, b), arrays, strict=True):
+        if not new.size:
+            raise InputError("-", "config", f"no usable request with config = {name!r}")
+    g0 = float(_stat(nb, tb, stat)) / float(_stat(na, ta, stat)) - 1
     rng = np.random.default_rng(seed)
     ia = rng.integers(0, na.size, size=(n_boot, na.size))
     ib = rng.integers(0, nb.size, size=(n_boot, nb.size))
     boot = _stat(nb[ib], tb[ib], stat) / _stat(na[ia], ta[ia], stat) - 1
     lo, hi = np.percentile(boot, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
-    formula = (
-        f"{stat} new-token tok/s: {b} {sb:,.4g} / {a} {sa:,.4g} - 1 = {percent(g0, sign=True)} "
-        f"({percent(level, 0)} bootstrap interval {percent(lo, sign=True)} .. "
-        f"{percent(hi, sign=True)}; {n_boot} resamples, seed "
-        f"{seed}; {na.size} vs {nb.size} requests)"
-    )
-    return Gain(
-        a, b, stat, sa, sb, g0, float(lo), float(hi), level, na.size, nb.size, n_boot, seed, formula
-    )
+    return Gain(g0, float(lo), float(hi), level, na.size, nb.size, n_boot, seed)
 
 
 def verdict_range(g: Gain | float, low: float, high: float) -> RangeVerdict:
@@ -217,26 +187,22 @@ def gain_physics(
     need_lo, need_hi = 1 - 1 / (1 + low), 1 - 1 / (1 + high)
     cap = 1 / (1 - removable) - 1 if removable < 1 else float("inf")
     assumed = (
-        f"at equal kernel efficiency before and after (an assumption, not physics), "
-        f"+{percent(low, 0)} to +{percent(high, 0)} on new tokens removes {percent(need_lo)} to "
-        f"{percent(need_hi)} of "
-        f"their time, and running the decoder layers on the last window only removes up to "
-        f"{percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} need no faster kernels"
+        f"at equal kernel efficiency before and after (an assumption, not physics), +"
+        f"{percent(low, 0)} to +{percent(high, 0)} on new tokens removes {percent(need_lo)} to "
+        f"{percent(need_hi)} of their time, and running the decoder layers on the last window "
+        f"only removes up to {percent(removable)} of it ({how}): gains up to +{percent(cap, 0)} "
+        "need no faster kernels"
     )
-    if baseline_tok_s is None or bound_tok_s is None:
-        why = (
-            "a bound caps a throughput, not a gain: the baseline's absolute new-token "
-            "throughput is not published, and a slow enough baseline makes any gain reachable"
-        )
-        v, margin = "undetermined", "no baseline throughput published"
-        return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
-    after = baseline_tok_s * (1 + high)
-    ratio = after / bound_tok_s
-    why = (
-        f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)}) = "
-        f"{after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound ({bound_how})"
-    )
-    v, margin = check.physics_verdict(ratio), f"{ratio_text(ratio)} the new-token bound"
+    v, margin = "undetermined", "no baseline throughput published"
+    why = "a bound caps a throughput, not a gain: the baseline's absolute new-token throughput "
+    why += "is not published, and a slow enough baseline makes any gain reachable"
+    if baseline_tok_s is not None and bound_tok_s is not None:
+        after = baseline_tok_s * (1 + high)
+        ratio = after / bound_tok_s
+        why = f"a baseline of {baseline_tok_s:,.0f} new tok/s per GPU x (1 + {percent(high, 0)})"
+        why += f" = {after:,.0f}, {ratio_text(ratio)} the {bound_tok_s:,.0f} new-token bound "
+        why += f"({bound_how})"
+        v, margin = check.physics_verdict(ratio), f"{ratio_text(ratio)} the new-token bound"
     return common.reading(CLAIM_ID, "physics", v, margin, [why, assumed], attainable=attainable)
 
 
@@ -286,7 +252,7 @@ class Params(headline.Params, result="prefill-gain"):
 
 
 class Analysis:
-    """Per-request table, summary, gain, prefix-read roofline (new tok/s) and readings."""
+    """Per-request table, gain, prefix-read roofline (new tok/s) and readings."""
 
     def __init__(
         self,
@@ -304,8 +270,14 @@ class Analysis:
             raise InputError("claims", f"claims[{CLAIM_ID}].scope.context_tokens", "required")
         self.claim_prefix = prefix = claim.scope.context_tokens.high
         self.table = table = new_token_prefill(trace, p.assume_prefix_tokens)
-        self.summary = summary(table)
-        self.gain, self.range_verdict, self.missing = _measured_gain(table, p, low, high)
+        lacking = [c for c in (p.config_a, p.config_b) if not _requests(table, c)[0].size]
+        kw: dict[str, Any] = dict(stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed)
+        self.gain = None if lacking else gain(table, p.config_a, p.config_b, **kw)
+        self.range_verdict = verdict_range(self.gain, low, high) if self.gain else None
+        self.missing = f"no usable request of configuration {' or '.join(lacking)}: record both "
+        self.missing = (
+            self.missing + "configurations behind the same cached prefix" if lacking else ""
+        )
         self.trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
         self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
         model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
@@ -331,7 +303,7 @@ class Analysis:
             f"{check.PREFILL_CHUNK} new tokens sharing one read of the prefix"
         )
         attainable = gain_attainable(model, gpu, p.prefill_gpus, prefix, high, p.baseline_tok_s)
-        kw: dict[str, Any] = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
+        kw = dict(baseline_tok_s=p.baseline_tok_s, bound_tok_s=bound.tokens_per_s)
         kw |= dict(bound_how=bound_how, attainable=attainable)
         physics = gain_physics(low, high, self.removable, how, **kw)
         self.readings = common.readings(reg, (physics, run))
@@ -348,8 +320,7 @@ class Analysis:
 
     def stat_tok_s(self, config: str) -> float:
         """The chosen statistic of per-request new-token tok/s of ``config`` (NaN if absent)."""
-        s = self.summary.set_index("config")
-        return float(s.loc[config, f"{self.params.stat}_tok_s"]) if config in s.index else np.nan
+        return stat_tok_s(self.table, config, self.params.stat)
 
     def cached_sources(self) -> str:
         """Where the cached-token counts came from, with the number of requests of each."""
@@ -395,23 +366,6 @@ class Analysis:
             "read_over_compute": m.sparse_read_s / m.compute_s_per_new_token,
             "v_physics": self.readings[0].verdict,
         }
-
-
-def _measured_gain(
-    table: pd.DataFrame, p: Params, low: float, high: float
-) -> tuple[Gain | None, RangeVerdict | None, str]:
-    configs = set(table.loc[table["new_tok_s"].notna(), "config"])
-    lacking = [c for c in (p.config_a, p.config_b) if c not in configs]
-    if lacking:
-        missing = (
-            f"no usable request of configuration {' or '.join(lacking)}: record both "
-            "configurations behind the same cached prefix"
-        )
-        return None, None, missing
-    g = gain(
-        table, p.config_a, p.config_b, stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed
-    )
-    return g, verdict_range(g, low, high), ""
 
 
 analyse = Analysis

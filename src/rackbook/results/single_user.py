@@ -95,7 +95,6 @@ class StreamStats:
     tokens_per_chunk: float
     acceptance_length: float | None
     acceptance_source: str
-    formula: str
     gaps: np.ndarray  # pooled gaps between streamed chunks (ms), in trace order
 
 
@@ -132,12 +131,7 @@ def stream_stats(trace: Trace, point_id: str | None = None) -> StreamStats:
     has_gaps = n_gaps > 0
     per_chunk = float(steps[has_gaps].sum() / n_gaps[has_gaps].sum()) if has_gaps.any() else np.nan
     acc, src = acceptance_length(trace, point_id)
-    formula = (
-        f"sum(output - 1) / sum(e2el - ttft) = {total_steps} / {total_dec:.4g} s = "
-        f"{overall:,.1f} tok/s ({1000 / overall if overall else np.nan:.4g} ms/token); "
-        f"{per_chunk:.3g} tokens per chunk"
-    )
-    return StreamStats(per, float(overall), pct, per_chunk, acc, src, formula, 1000 * g)
+    return StreamStats(per, float(overall), pct, per_chunk, acc, src, 1000 * g)
 
 
 #: How much two requests may overlap (s) and still count as one after the other (clock skew).
@@ -218,21 +212,13 @@ def claim_vs_floor(
     rows = []
     for name, acc in (("no speculation", 1.0), ("speculation", float(acceptance_length))):
         f, u = floor(acceptance_length=acc), floor(acceptance_length=acc, routing="uniform")
-        step_ms = 1000 * f.step_s
         row: dict[str, Any] = dict(reading=name, acceptance_length=acc)
         row |= dict(claim_ms_per_token=claim_ms, claim_step_ms=acc * claim_ms)
-        row |= dict(floor_step_ms=step_ms, floor_ms_per_token=step_ms / acc)
-        row |= dict(ceiling_tok_s=f.tokens_per_s)
+        row |= dict(floor_step_ms=1000 * f.step_s, ceiling_tok_s=f.tokens_per_s)
         row |= dict(claim_share_of_ceiling=claim_tokens_per_s / f.tokens_per_s)
-        row |= dict(step_headroom=acc * claim_ms / step_ms)
-        row |= dict(fits=claim_tokens_per_s <= f.tokens_per_s, verify_tokens=f.verify_tokens)
-        row |= dict(weight_gb=f.weight_bytes / 1e9, draft_mb=f.draft_bytes / 1e6)
-        row |= dict(uniform_tok_s=u.tokens_per_s, uniform_weight_gb=u.weight_bytes / 1e9)
-        formula = (
-            f"claim 1000 / {claim_tokens_per_s:g} = {claim_ms:.4g} ms/token x "
-            f"{acc:g} = {acc * claim_ms:.4g} ms/step vs floor {f.formula}"
-        )
-        rows.append(row | dict(formula=formula))
+        row |= dict(verify_tokens=f.verify_tokens, weight_gb=f.weight_bytes / 1e9)
+        row |= dict(draft_mb=f.draft_bytes / 1e6, uniform_tok_s=u.tokens_per_s)
+        rows.append(row | dict(uniform_weight_gb=u.weight_bytes / 1e9))
     return pd.DataFrame(rows)
 
 

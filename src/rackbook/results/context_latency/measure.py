@@ -59,17 +59,21 @@ def decode_latency_by_context(trace: Trace) -> pd.DataFrame:
     )
 
 
-def _one_series(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    if metric not in table.columns:
-        raise InputError("-", "metric", f"{metric!r} is not a column of the table")
+#: The latency the fit and the delta read (ms).
+METRIC = "median_tpot_ms"
+
+
+def _one_series(table: pd.DataFrame) -> pd.DataFrame:
     keys = [k for k in SERIES_KEYS if k in table.columns]
     if keys and len(table[keys].astype("string").drop_duplicates()) > 1:
         raise InputError(
             "-", "table", f"holds several series ({', '.join(keys)}); select one before fitting"
         )
-    t = table[table[metric].notna()]
+    t = table[table[METRIC].notna()]
     if t["context_tokens"].duplicated().any():
         raise InputError("-", "table", "two rows share a context length; select one series")
+    if len(t) < 2:
+        raise InputError("-", "table", f"needs two context lengths, has {len(t)}")
     return t.sort_values("context_tokens", kind="stable")
 
 
@@ -91,14 +95,12 @@ def t_975(dof: int) -> float:
 class LinearFit:
     """latency_ms = intercept_ms + slope_ms_per_token x context; ``resolved``: 95 % CI above 0."""
 
-    metric: str
     intercept_ms: float
     slope_ms_per_token: float
     r2: float
     n: int
     context_min: int
     context_max: int
-    formula: str
     slope_ci_per_1k: tuple[float, float] = (float("nan"), float("nan"))
 
     @property
@@ -109,17 +111,12 @@ class LinearFit:
     def slope_per_1k(self) -> float:
         return 1000 * self.slope_ms_per_token
 
-    def predict(self, context_tokens: float) -> float:
-        return self.intercept_ms + self.slope_ms_per_token * context_tokens
 
-
-def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit:
-    """Least squares ``metric`` (ms) = a + b x context over one series, R^2 and the slope's CI."""
-    t = _one_series(table, metric)
-    if len(t) < 2:
-        raise InputError("-", "table", f"needs two context lengths to fit, has {len(t)}")
-    x = t["context_tokens"].to_numpy(np.float64)
-    y = t[metric].to_numpy(np.float64)
+def fit_linear(table: pd.DataFrame) -> LinearFit:
+    """Least squares :data:`METRIC` (ms) = a + b x context over one series, R^2 and the slope's
+    95 % CI (ms per 1k tokens)."""
+    t = _one_series(table)
+    x, y = t["context_tokens"].to_numpy(np.float64), t[METRIC].to_numpy(np.float64)
     b, a = np.polyfit(x, y, 1)
     res = y - (a + b * x)
     ss_tot = float(((y - y.mean()) ** 2).sum())
@@ -129,19 +126,13 @@ def fit_linear(table: pd.DataFrame, metric: str = "median_tpot_ms") -> LinearFit
         se = math.sqrt(float((res**2).sum()) / (len(t) - 2) / float(((x - x.mean()) ** 2).sum()))
         half = t_975(len(t) - 2) * se * 1000
         ci = (1000 * b - half, 1000 * b + half)
-    formula = (
-        f"{metric} = {a:.4g} ms + {b * 1000:.4g} ms per 1k tokens x context "
-        f"(least squares over {len(t)} points, {int(x.min()):,}..{int(x.max()):,} tokens, "
-        f"R^2 = {r2:.3f}; slope 95 % CI {ci[0]:.3g} to {ci[1]:.3g} ms per 1k tokens)"
-    )
-    return LinearFit(
-        metric, float(a), float(b), r2, len(t), int(x.min()), int(x.max()), formula, ci
-    )
+    return LinearFit(float(a), float(b), r2, len(t), int(x.min()), int(x.max()), ci)
 
 
 @dataclass(frozen=True)
 class Delta:
-    """Latency change from context ``lo`` to ``hi`` (tokens) in ms and %, and where it is from."""
+    """Measured latency change from context ``lo`` to ``hi`` (tokens) in ms and %, and which
+    ``pair`` of lengths it is between."""
 
     lo: int
     hi: int
@@ -149,39 +140,18 @@ class Delta:
     hi_ms: float
     delta_ms: float
     delta_pct: float
-    source: str
     pair: str
-    formula: str
 
 
-def delta(
-    table_or_fit: pd.DataFrame | LinearFit, lo: int, hi: int, metric: str = "median_tpot_ms"
-) -> Delta:
-    """Latency at ``hi`` minus at ``lo`` (ms, % of ``lo``'s), measured (else the series'
-    extremes) or fitted."""
-    if isinstance(table_or_fit, LinearFit):
-        f = table_or_fit
-        lo_ms, hi_ms = f.predict(lo), f.predict(hi)
-        inside = f.context_min <= lo and hi <= f.context_max
-        source, pair = "fit", ("requested" if inside else "extrapolated")
-    else:
-        t = _one_series(table_or_fit, metric)
-        if len(t) < 2:
-            raise InputError("-", "table", f"needs two context lengths, has {len(t)}")
-        by = t.set_index("context_tokens")[metric]
-        if lo in by.index and hi in by.index:
-            pair = "requested"
-        else:
-            lo, hi, pair = int(by.index.min()), int(by.index.max()), "longest-available"
-        lo_ms, hi_ms = float(by.loc[lo]), float(by.loc[hi])
-        source = "measured"
+def delta(table: pd.DataFrame, lo: int, hi: int) -> Delta:
+    """Latency at ``hi`` minus at ``lo`` (ms, % of ``lo``'s), else between the series' extremes."""
+    by = _one_series(table).set_index("context_tokens")[METRIC]
+    pair = "requested"
+    if lo not in by.index or hi not in by.index:
+        lo, hi, pair = int(by.index.min()), int(by.index.max()), "longest-available"
+    lo_ms, hi_ms = float(by.loc[lo]), float(by.loc[hi])
     d = hi_ms - lo_ms
-    pct = 100 * d / lo_ms if lo_ms else np.nan
-    formula = (
-        f"{metric}: {hi_ms:.4g} ms at {hi:,} - {lo_ms:.4g} ms at {lo:,} = {d:+.4g} ms "
-        f"({pct:+.3g} %) [{source}, {pair}]"
-    )
-    return Delta(lo, hi, lo_ms, hi_ms, d, pct, source, pair, formula)
+    return Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms if lo_ms else np.nan, pair)
 
 
 def memory_by_context(
@@ -203,13 +173,13 @@ def memory_by_context(
     return pd.DataFrame(rows, columns=[*cols, "formula"])
 
 
-def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataFrame:
-    """The series (engine, config, batch) with the most context lengths that have ``metric``."""
-    if table.empty or metric not in table.columns:
-        raise InputError("-", "table", f"no point with context_tokens and {metric}")
-    t = table[table[metric].notna()]
+def main_series(table: pd.DataFrame) -> pd.DataFrame:
+    """The series (engine, config, batch) with the most context lengths that have a latency."""
+    if table.empty or METRIC not in table.columns:
+        raise InputError("-", "table", f"no point with context_tokens and {METRIC}")
+    t = table[table[METRIC].notna()]
     if t.empty:
-        raise InputError("-", metric, "no point has a value (requests of one output token?)")
+        raise InputError("-", METRIC, "no point has a value (requests of one output token?)")
     keys = [k for k in SERIES_KEYS if k in t.columns]
     labels = t[keys].astype("string").fillna("<NA>").agg(" | ".join, axis=1)
     order = list(dict.fromkeys(labels))
@@ -217,10 +187,7 @@ def main_series(table: pd.DataFrame, metric: str = "median_tpot_ms") -> pd.DataF
     return t[labels == best].reset_index(drop=True)
 
 
-def single_context(series: pd.DataFrame, metric: str = "median_tpot_ms") -> tuple[LinearFit, Delta]:
+def single_context(series: pd.DataFrame) -> tuple[LinearFit, Delta]:
     """The fit and delta of a one-context series: NaN slope and delta, pair ``single context``."""
-    c, v = int(series["context_tokens"].iloc[0]), float(series[metric].iloc[0])
-    nan = float("nan")
-    why = f"{metric}: {v:.4g} ms at {c:,} tokens only: one context length, no fit, no delta"
-    fit = LinearFit(metric, v, nan, nan, 1, c, c, why)
-    return fit, Delta(c, c, v, v, nan, nan, "measured", "single context", why)
+    c, v, nan = int(series["context_tokens"].iloc[0]), float(series[METRIC].iloc[0]), float("nan")
+    return LinearFit(v, nan, nan, 1, c, c), Delta(c, c, v, v, nan, nan, "single context")

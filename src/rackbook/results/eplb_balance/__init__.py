@@ -1,19 +1,325 @@
 """eplb-balance: with no public routing statistics, the default trace is a seeded synthetic model
-calibrated to the claim's "before"; one window is one decode step's expert load. Modules:
-``synthetic``, ``measure``, ``chapter``."""
+calibrated to the claim's "before"; one window is one decode step's expert load. The readings of
+balancedness before and after EPLB and of the share recovered, the chapter's analysis, outcome
+and the values its prose quotes. Modules: ``synthetic``, ``measure``."""
 
-# ruff: noqa: F401 (the package re-exports the names notebooks, figures and the contract use)
 from __future__ import annotations
 
-from rackbook.results.eplb_balance.chapter import (
-    FIGURES,
-    RESULT,
-    SWEEPS,
-    Analysis,
-    Params,
-    analyse,
-    outcome,
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rackbook.core.provenance import hardware_label
+from rackbook.core.traces import Trace
+from rackbook.core.units import percent
+from rackbook.inputs.claims import Registry, load_claims
+from rackbook.physics import eplb
+from rackbook.results import chapter_common as common
+from rackbook.results import headline, verdicts
+from rackbook.results.eplb_balance import measure
+from rackbook.results.eplb_balance.synthetic import (
+    AFTER,
+    BEFORE,
+    RECOVERED,
+    Shape,
+    Spec,
+    calibrate,
+    model_shape,
 )
+
+RESULT = "eplb-balance"
+#: The figures the chapter glues, in order (drawn by ``rackbook.book.figures.eplb_balance``).
+FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
+
+
+def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
+    """The synthetic trace's skew, else one calibrated to the measured ``static``."""
+    gen = run.get("generator") or {}
+    if run.get("kind") == "synthetic" and "skew" in gen:
+        return float(gen["skew"])
+    return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
+
+
+def balancedness_physics(
+    claim_id: str, claimed: float, ep_size: int, note: str
+) -> headline.ClaimReading:
+    """Balancedness lies in [1 / ``ep_size``, 1]: possible inside, impossible outside."""
+    lo = 1 / ep_size
+    ok = lo <= claimed <= 1
+    fewest = math.ceil(1 / claimed) if claimed > 0 else None
+    ranks = f"the write-up does not state the EP ranks: {ep_size} is assumed here (the "
+    ranks += "chapter's ep_size)"
+    if fewest is not None and claimed <= 1:
+        ranks += f"; the figure clears the floor of any EP size of at least {fewest} ranks"
+    v, where = ("possible", "in") if ok else ("impossible", "outside")
+    clauses = [f"balancedness must lie between 1/{ep_size} = {lo:.3g} and 1 ({ranks})", note]
+    return common.reading(claim_id, "physics", v, f"{claimed:g} {where} [1/{ep_size}, 1]", clauses)
+
+
+def recovered_physics(
+    before: float, after: float, recovered_pct: float, tol_pct: float, ep_size: int
+) -> headline.ClaimReading:
+    """Possible when the gap closed or the ratio to uniform gives ``recovered_pct`` within
+    ``tol_pct``, undetermined when only a reference in [after, 1] can, else impossible."""
+    gap = 100 * eplb.fraction_recovered_gap(before, after)
+    ratio = 100 * eplb.fraction_of_uniform(after)
+    needed = after / (recovered_pct / 100)
+    if min(abs(gap - recovered_pct), abs(ratio - recovered_pct)) <= tol_pct:
+        v, why = "possible", "one fixed reading gives it"
+    elif after <= needed <= 1:
+        v = "undetermined"
+        why = f"it needs uniform routing to score {needed:.3f} per step, which the batch decides"
+    else:
+        v, why = "impossible", f"no reading gives it (uniform would need {needed:.3f})"
+    clauses = [
+        f"from {before:g} and {after:g}: {percent(gap / 100)} of the gap closed, "
+        f"{percent(ratio / 100)} of uniform",
+        f"neither is {recovered_pct:g} % within {tol_pct:g}" if v != "possible" else "",
+        why,
+    ]
+    margin = f"gap {percent(gap / 100)}, ratio {percent(ratio / 100)}"
+    return common.reading(RECOVERED, "physics", v, margin, clauses)
+
+
+def run_reading(
+    run: dict[str, Any], claim_id: str, value: float, tolerance: float, claimed: float, unit: str
+) -> headline.ClaimReading:
+    """Within ``tolerance`` of ``claimed`` for a recording on Blackwell GPUs with EPLB; any other
+    trace is untested."""
+    u = unit
+    cal = (run.get("generator") or {}).get("calibration") or {}
+    if run.get("kind") == "synthetic":
+        why = (
+            f"the synthetic routing model was calibrated to give {claimed:g}{u}: an input"
+            if cal.get("target_claim") == claim_id
+            else f"a synthetic routing model predicts {value:.3g}{u}, no measured EPLB run"
+        )
+        return headline.ClaimReading(claim_id, "this run", "untested", "-", why, synthetic=True)
+    if not verdicts.can_test(run, verdicts.BLACKWELL):
+        needs = "EPLB on Blackwell GPUs serving DeepSeek-V4.1-Flash"
+        return verdicts.untested(claim_id, run, f"{value:.3g}{u}", needs)
+    why = f"measured {value:.3g}{u} against {claimed:g}{u} (tolerance {tolerance:g}{u})"
+    return verdicts.within(claim_id, value, claimed, tolerance, f"{value - claimed:+.3g}{u}", why)
+
+
+#: The model sweeps the chapter draws, each a parameter of :func:`scenario`.
+SWEEPS = ("ep_size", "redundant", "skew", "batch_per_rank")
+#: The values the prose quotes that are attributes of the analysis (chapter_common.glue).
+GLUE = (
+    "claim_before=before claim_after=after claim_recovered=recovered trace_kind=trace.kind "
+    "top_k=shape.top_k batch_per_rank floor ep=params.ep_size redundant=params.redundant "
+    "fit_windows=params.fit_windows floor_needed skew"
+)
+LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
+
+
+@dataclass(frozen=True)
+class Params(headline.Params, result="eplb-balance"):
+    """The notebook's ``parameters``: EP layout, fit windows, layer shown, sweep values."""
+
+    ep_size: int
+    redundant: int
+    groups: int
+    nodes: int
+    fit_windows: int
+    show_layer: int
+    ep_sizes: tuple[int, ...] | list[int]
+    redundant_values: tuple[int, ...] | list[int]
+    skews: tuple[float, ...] | list[float]
+    batch_sizes: tuple[int, ...] | list[int]
+
+
+class Analysis:
+    """Static placement and EPLB scored on the trace's expert loads, sweeps and readings."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        params: Params = headline.defaults(Params),
+        registry: Registry | None = None,
+    ) -> None:
+        reg = registry or load_claims()
+        self.trace, self.params = trace, params
+        p = params
+        self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
+        self.loads = loads = measure.trace_loads(trace)
+        self.shape = model_shape()
+        self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
+        self.hardware = hardware_label(trace.run)
+        self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
+        layout = (p.ep_size, p.redundant, p.groups, p.nodes)
+        self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
+        s = self.summary
+        placements = measure.fit(loads, p.fit_windows, *layout)
+        n, scored = int(loads[0, 0].sum()), max(loads.shape[0] - p.fit_windows, 1)
+        self.floor = measure.uniform_floor(loads.shape[1], n, p.ep_size, windows=scored)
+        self.ranks = measure.layer_rank_loads(loads, placements, p.fit_windows, p.show_layer)
+        model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
+        claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
+        self.shares = model_shares.rename(columns={"pct": "model (%)"})
+        self.shares[f"claim's {self.before:g} and {self.after:g} (%)"] = claim_shares["pct"]
+        self.model_pct, self.claim_pct = _pct(model_shares), _pct(claim_shares)
+        self.floor_needed = self.after / (self.recovered / 100)
+        self.skew = model_skew(trace.run, s["static"], p.ep_size, p.redundant)
+        self.sweeps = _sweeps(trace, p, self.skew, self.shape, self.batch_per_rank)
+        self.readings = _readings(self, reg)
+
+    @property
+    def testable(self) -> bool:
+        tr = self.trace
+        return tr.kind != "synthetic" and verdicts.can_test(tr.run, verdicts.BLACKWELL)
+
+    def describe(self) -> str:
+        """What the trace holds, how the synthetic one was made, and what vLLM logged."""
+        tr, (w, lay, e) = self.trace, self.loads.shape
+        lines = [
+            f"trace {tr.trace_id} ({tr.kind}): {w} windows x {lay} layers x {e} experts, "
+            f"{self.loads[0, 0].sum():,.0f} token-expert assignments per layer per window"
+        ]
+        if tr.kind == "synthetic":
+            gen = tr.run.get("generator") or {}
+            cal = gen.get("calibration") or {}
+            lines.append(f"generator: {gen['name']}, seed {gen['seed']}, skew {gen['skew']:.4f}")
+            lines.append(
+                f"calibrated: {cal['quantity']} = {cal['achieved']:.4f} "
+                f"(target {cal['target']:g}, claim {cal['target_claim']}) at EP "
+                f"{cal['ep_size']}, {cal['redundant']} redundant"
+            )
+        if "eplb_log" in tr.extra:
+            log = tr.extra["eplb_log"]
+            lines.append(
+                f"vLLM logged balancedness: {len(log)} lines, mean {log['balancedness'].mean():.4f}"
+            )
+        return "\n".join(lines)
+
+    def values(self) -> dict[str, Any]:
+        """Numbers and words the chapter's prose quotes (glued by name)."""
+        s, loads = self.summary, self.loads
+        phys = headline.by_claim(self.readings, "physics")
+        b, a = phys[BEFORE].verdict, phys[AFTER].verdict
+        by_batch = self.sweeps["batch_per_rank"].set_index("batch_per_rank")
+        ends = (("small", 0), ("large", -1))
+        return common.glue(self, GLUE) | {
+            "claim_after_pct": 100 * self.after,
+            **dict(zip(("n_windows", "n_layers", "n_experts"), loads.shape, strict=True)),
+            "tokens_per_step": int(loads[0, 0].sum()),
+            **{f"b_{k}": s[k] for k in ("static", "eplb", "static_legacy", "eplb_legacy")},
+            "n_physical": loads.shape[2] + self.params.redundant,
+            "n_scored": s["scored"],
+            "pct_gap": self.model_pct["gap closed"],
+            "pct_ratio": self.model_pct["ratio to uniform"],
+            "pct_floor": self.model_pct["ratio to uniform, same sampling"],
+            "claim_gap": self.claim_pct["gap closed"],
+            "claim_ratio": self.claim_pct["ratio to uniform"],
+            **{f"eplb_{k}_batch": float(by_batch["eplb"].iloc[i]) for k, i in ends},
+            **{f"{k}_batch": int(by_batch.index[i]) for k, i in ends},
+            **{f"{c.split('.')[1]}_physics": r.verdict for c, r in phys.items()},
+            "before_after_physics": f"both {b}" if b == a else f"{b} and {a}",
+        }
+
+
+def _pct(shares: pd.DataFrame) -> dict[str, float]:
+    return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
+
+
+analyse = Analysis
+
+
+def _sweeps(
+    trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
+) -> dict[str, pd.DataFrame]:
+    seed = int((trace.run.get("generator") or {}).get("seed", 0))
+    base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
+    base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
+    base |= dict(windows=p.fit_windows + 4, fit_windows=p.fit_windows)
+    values = {
+        "ep_size": p.ep_sizes,
+        "redundant": p.redundant_values,
+        "skew": sorted(set(p.skews) | {round(skew, 4)}),
+        "batch_per_rank": p.batch_sizes,
+    }
+    return {x: measure.sweep(base, x, values[x]) for x in SWEEPS}
+
+
+def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
+    p, s, run, tol = a.params, a.summary, a.trace.run, reg.tolerance
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    model_note = (
+        f"the routing model gives {by_batch.iloc[0]:.3f} at batch {by_batch.index[0]} per rank "
+        f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
+    )
+    skewed = "a skewed routing with static placement can score it"
+    gap = a.model_pct["gap closed"]
+    return common.readings(
+        reg,
+        (
+            balancedness_physics(BEFORE, a.before, p.ep_size, skewed),
+            run_reading(run, BEFORE, s["static"], tol(BEFORE), a.before, ""),
+        ),
+        (
+            balancedness_physics(AFTER, a.after, p.ep_size, model_note),
+            run_reading(run, AFTER, s["eplb"], tol(AFTER), a.after, ""),
+        ),
+        (
+            recovered_physics(a.before, a.after, a.recovered, tol(RECOVERED), p.ep_size),
+            run_reading(run, RECOVERED, gap, tol(RECOVERED), a.recovered, " %"),
+        ),
+    )
+
+
+def outcome(a: Analysis) -> headline.Outcome:
+    """The chapter's headlines, the three readings of each claim and what would flip them."""
+    names = "ep_size redundant groups nodes fit_windows batch_per_rank skew"
+    resolved: dict[str, Any] = dict(batch_per_rank=a.batch_per_rank, skew=round(a.skew, 6))
+    return common.outcome(RESULT, a, _headlines(a), _flips(a), names, **resolved)
+
+
+def _headlines(a: Analysis) -> list[headline.Headline]:
+    s, kind = a.summary, a.kind
+    where = common.where(a, kind) | dict(hardware=a.hardware if kind == "measured" else None)
+    run = headline.by_claim(a.readings, "this run")
+    legacy = "legacy vLLM balancedness (reduced over layers)"
+    fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"
+    static = "vLLM balancedness of static placement, mean over scored decode steps"
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1"
+    ratio = "T_eplb / T_uniform, T = balancedness, T_uniform = 1"
+    second = "a second reading of the recovered share, shown beside the gap closed"
+    measured = [
+        (run[BEFORE], "balancedness_static", round(s["static"], 4), "1", static),
+        (run[AFTER], "balancedness_eplb", round(s["eplb"], 4), "1", f"{fitted} steps"),
+        (run[RECOVERED], "recovered_gap", round(a.model_pct["gap closed"], 2), "%", gap),
+        (second, "recovered_ratio", round(a.model_pct["ratio to uniform"], 2), "%", ratio),
+    ]
+    legacies = [
+        (LEGACY_REASON, f"balancedness_{k}_legacy", round(s[f"{k}_legacy"], 4), "1", what)
+        for k, what in (
+            ("static", f"{legacy} of static placement"),
+            ("eplb", f"{legacy} after EPLB"),
+        )
+    ]
+    needed = "per-step balancedness uniform routing must score for the claim's after / that to "
+    needed += "equal its recovered share"
+    v = headline.by_claim(a.readings, "physics")[RECOVERED].verdict
+    row = (RECOVERED, "uniform_floor_needed", round(a.floor_needed, 4), "1", needed, v)
+    floor = common.modelled(*row, "arithmetic on the two published figures")
+    return [*common.headlines(measured, **where), floor, *common.headlines(legacies, **where)]
+
+
+def _flips(a: Analysis) -> list[str]:
+    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    return [
+        f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
+        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
+        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
+        "claim's batch decides",
+        f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
+        f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
+        "all three: balancedness counts tokens; at small decode batches expert time follows "
+        "the weight bytes each rank reads, so balance costs less than these figures suggest",
+    ]
+
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
 DECISIVE: dict[str, tuple[str, ...]] = {

@@ -116,15 +116,9 @@ def score(
 def layer_rank_loads(loads: np.ndarray, pl: Placements, window: int, layer: int) -> pd.DataFrame:
     """Tokens per EP rank in one layer of one window, static vs EPLB (one row per rank)."""
     one = loads[window, layer][None, :]
-    static = pl.static if pl.static.ndim == 1 else pl.static[layer]
-    moved = pl.eplb if pl.eplb.ndim == 1 else pl.eplb[layer]
-    return pd.DataFrame(
-        {
-            "rank": np.arange(pl.ep_size),
-            "static": eplb.rank_loads_from_placement(one, static, pl.ep_size)[0],
-            "eplb": eplb.rank_loads_from_placement(one, moved, pl.ep_size)[0],
-        }
-    )
+    static = eplb.rank_loads_from_placement(one, pl.static, pl.ep_size)[0]  # one row, all layers
+    moved = eplb.rank_loads_from_placement(one, pl.eplb[layer], pl.ep_size)[0]  # per layer
+    return pd.DataFrame({"rank": np.arange(pl.ep_size), "static": static, "eplb": moved})
 
 
 def uniform_floor(

@@ -71,17 +71,12 @@ def redundant_for(ep_size: int, num_experts: int, extra_per_rank: int = 1) -> in
     return int(ep_size) * (math.ceil(num_experts / ep_size) + int(extra_per_rank)) - num_experts
 
 
-def calibration_target(registry: Registry | None = None) -> float:
-    """The claim's static balancedness (:data:`CALIBRATION_CLAIM`) from the claims registry."""
-    return float((registry or load_claims()).value(CALIBRATION_CLAIM))
-
-
 def calibrate(
     spec: Spec = Spec(), target: float | None = None, registry: Registry | None = None
 ) -> dict[str, Any]:
     """Skew at which static placement scores ``target`` (default: the claim's) on one step."""
     shape = model_shape(spec.model)
-    tgt = calibration_target(registry) if target is None else float(target)
+    tgt = float((registry or load_claims()).value(CALIBRATION_CLAIM) if target is None else target)
     return eplb.calibrate_skew(
         tgt,
         spec.ep_size,

@@ -5,14 +5,12 @@ speedup / (n / n_1))."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from rackbook.core.server_metrics import prefix_cache_hit_rate
 from rackbook.core.traces import Trace
-from rackbook.core.units import percent
 from rackbook.errors import InputError
 
 TOKENS_FORMULA = (
@@ -86,42 +84,14 @@ def with_gpu_counts(trace: Trace, gpus_per_replica: int = 1) -> Trace:
     """``trace`` whose null ``points.num_gpus`` are replicas (else 1) x ``gpus_per_replica``."""
     pts = trace.points.copy()
     sm = trace.extra.get("server_metrics")
-    replicas, gpus, source = [], [], []
+    replicas, gpus = [], []
     for _, p in pts.iterrows():
         r = _replicas(p, sm)
         replicas.append(r := 1 if r is None else r)
-        known = pd.notna(p["num_gpus"])
-        gpus.append(int(p["num_gpus"]) if known else r * gpus_per_replica)
-        how = f"replicas x gpus_per_replica ({r} x {gpus_per_replica})"
-        source.append("points.num_gpus" if known else how)
+        gpus.append(int(p["num_gpus"]) if pd.notna(p["num_gpus"]) else r * gpus_per_replica)
     pts["replicas"] = pd.array(replicas, dtype="Int64")
     pts["num_gpus"] = pd.array(gpus, dtype="Int64")
-    pts["gpus_source"] = pd.array(source, dtype="string")
     return dataclasses.replace(trace, points=pts)
-
-
-@dataclass(frozen=True)
-class Scaling:
-    """Scaling of a throughput from one node to ``n_gpus`` GPUs (throughputs in tokens/s)."""
-
-    speedup: float
-    nodes: float
-    efficiency: float
-    per_gpu_n: float
-    per_gpu_1: float
-    formula: str
-
-
-def scaling_efficiency(total_n: float, total_1: float, n_gpus: int, gpus_per_node: int) -> Scaling:
-    """Speedup T_n / T_1 and efficiency speedup / (n_gpus / gpus_per_node) (1.0: linear)."""
-    speedup = total_n / total_1
-    nodes = n_gpus / gpus_per_node
-    eff = speedup / nodes
-    formula = (
-        f"speedup = {total_n:,.6g} / {total_1:,.6g} = {speedup:.4g}x; nodes = {n_gpus} / "
-        f"{gpus_per_node} = {nodes:g}; efficiency = {speedup:.4g} / {nodes:g} = {percent(eff, 2)}"
-    )
-    return Scaling(speedup, nodes, eff, total_n / n_gpus, total_1 / gpus_per_node, formula)
 
 
 def scaling_vs_reference(
@@ -151,12 +121,10 @@ def scaling_vs_reference(
         row |= dict(
             tok_s=t, tok_s_per_gpu=t / n, gpu_ratio=n / n_ref, linear_tok_s=t_ref * n / n_ref
         )
-        if np.isfinite(t) and np.isfinite(t_ref) and t > 0 and t_ref > 0:
-            s = scaling_efficiency(t, t_ref, n, n_ref)
-            row |= dict(speedup=s.speedup, efficiency=s.efficiency, formula=s.formula)
-        else:
-            unknown = f"{metric} tokens/s unknown: no ratio"
-            row |= dict(speedup=np.nan, efficiency=np.nan, formula=unknown)
+        speedup = (
+            t / t_ref if np.isfinite(t) and np.isfinite(t_ref) and t > 0 and t_ref > 0 else np.nan
+        )
+        row |= dict(speedup=speedup, efficiency=speedup / (n / n_ref))
         rows.append(row)
     out = pd.DataFrame(rows)
     out["is_reference"] = out["config"] == reference_config
