@@ -1,7 +1,8 @@
 """Rack scaling: the readings of ``rack-scaling.throughput``, ``.speedup`` and ``.cost`` against
 ceilings, cached shares, cost and token revenue; the analysis, outcome and quoted values
-(``measure``: what a trace counts). One idea: the chapter's readings and outcome; every reading
-feeds the outcome and the prose quotes both, so they change together."""
+(``measure``: what a trace counts).
+One idea: the chapter's readings and outcome; every reading feeds the outcome and the prose
+quotes both, so they change together."""
 
 from __future__ import annotations
 
