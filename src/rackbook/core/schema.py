@@ -35,119 +35,132 @@ class Column:
     doc: str
 
 
-REQUESTS: tuple[Column, ...] = (
-    Column("request_id", "string", False, "-", "unique id of the request within the trace"),
-    Column(
-        "point_id", "string", False, "-", "sweep point (measured window) the request belongs to"
-    ),
-    Column("engine", "string", False, "-", "engine label, e.g. vllm-serve, vllm-offline"),
-    Column("config", "string", False, "-", "server configuration label (A, B, baseline, ...)"),
-    Column("batch_size", "int64", True, "requests", "fixed batch size per decode rank (offline)"),
-    Column("concurrency", "int64", True, "requests", "client max concurrency (online engines)"),
-    Column("decode_ranks", "int64", True, "ranks", "decode ranks sharing the batch; empty: 1"),
-    Column("context_tokens", "int64", True, "tokens", "context length the scenario targets"),
-    Column("start_time_s", "float64", True, "s", "request start on the trace clock"),
-    Column("ttft_s", "float64", False, "s", "time to first token; 0 for failed requests"),
-    Column("e2el_s", "float64", False, "s", "end-to-end latency; 0 for failed requests"),
-    Column("prompt_tokens", "int64", False, "tokens", "prompt length"),
-    Column("cached_prompt_tokens", "int64", True, "tokens", "prompt tokens served from cache"),
-    Column("output_tokens", "int64", False, "tokens", "generated tokens (0 for failures)"),
-    Column("success", "bool", False, "-", "request completed without error"),
-    Column("error", "string", False, "-", "error text; empty when successful"),
+def _sections(text: str, words: int) -> dict[str, list[list[str]]]:
+    """``## name`` sections of lines cut into ``words`` words, the last one the rest of the line
+    (an indented line continues it)."""
+    out: dict[str, list[list[str]]] = {}
+    for line in text.strip().splitlines():
+        if line.startswith("## "):
+            rows = out.setdefault(line[3:], [])
+        elif line.startswith(" "):
+            rows[-1][-1] += " " + line.strip()
+        else:
+            rows.append(line.split(maxsplit=words - 1))
+    return out
+
+
+#: Every table: ``column type unit meaning``, the type ending in ``?`` where the column is
+#: nullable. ``kernels`` is a calibration folder's (:data:`CALIBRATION_DOC`).
+_TABLES = _sections(
+    """
+## requests
+request_id string - unique id of the request within the trace
+point_id string - sweep point (measured window) the request belongs to
+engine string - engine label, e.g. vllm-serve, vllm-offline
+config string - server configuration label (A, B, baseline, ...)
+batch_size int64? requests fixed batch size per decode rank (offline)
+concurrency int64? requests client max concurrency (online engines)
+decode_ranks int64? ranks decode ranks sharing the batch; empty: 1
+context_tokens int64? tokens context length the scenario targets
+start_time_s float64? s request start on the trace clock
+ttft_s float64 s time to first token; 0 for failed requests
+e2el_s float64 s end-to-end latency; 0 for failed requests
+prompt_tokens int64 tokens prompt length
+cached_prompt_tokens int64? tokens prompt tokens served from cache
+output_tokens int64 tokens generated tokens (0 for failures)
+success bool - request completed without error
+error string - error text; empty when successful
+## itl
+request_row int64 - row number of the request in requests.parquet
+itl_s float64 s gap between consecutive streamed chunks
+## points
+point_id string - sweep point id
+engine string - engine label
+config string - configuration label
+batch_size int64? requests fixed batch size per decode rank
+concurrency int64? requests client max concurrency (all ranks)
+decode_ranks int64? ranks decode ranks (DEP size) sharing the load; empty: 1
+context_tokens int64? tokens target context length
+window_start_s float64? s start of the measured window
+duration_s float64 s length of the measured window (vLLM duration)
+num_gpus int64? GPUs accelerators serving this point, if any
+source string? - raw artifact the point was imported from
+## server_metrics
+point_id string - sweep point
+server string - server URL or replica label
+phase string - before | after the point
+metric string - Prometheus metric name
+labels string? - Prometheus labels, as text
+value float64 - counter or gauge value
+## expert_load
+window int64 - load window index
+layer int64 - MoE layer index
+expert int64 - logical expert index
+tokens float64 tokens tokens routed to the expert
+## eplb_log
+step int64? - engine step of the log line
+avg_tokens float64 tokens mean tokens per EP rank
+max_tokens float64 tokens max tokens on one EP rank
+balancedness float64 - vLLM's logged balancedness
+## published_points
+point_id string - unique id of the published point in the trace
+source_row int64 - row index in the source file (0-based)
+submitter string? - who published it (MLPerf Organization, ...)
+system string? - system or configuration name as published
+category string? - MLPerf division and availability
+hardware string - accelerator, e.g. gb300, NVIDIA B300-SXM-270GB
+gpus int64? GPUs accelerators in total; empty when unknown
+prefill_gpus int64? GPUs prefill pool of a disaggregated run
+decode_gpus int64? GPUs decode pool of a disaggregated run
+serving string? - aggregated | disaggregated; empty if unknown
+model string - model as the source names it
+precision string? - weight precision as the source names it
+engine string? - serving engine or framework
+engine_version string? - engine version or image
+speculative string? - speculative decoding method; none
+scenario string? - MLPerf scenario or cookbook strategy
+isl int64? tokens input sequence length of the workload
+osl int64? tokens output sequence length of the workload
+concurrency int64? requests client concurrency
+tok_s_total float64? tok/s system total throughput, as published
+tok_s_per_gpu float64 tok/s/GPU throughput per accelerator
+per_gpu_basis string - as published, or how it was computed
+tokens_counted string - tokens tok_s_per_gpu counts (core.basis)
+gpus_counted string - GPUs tok_s_per_gpu is over (core.basis)
+speculation_kind string - none | real | real or none | simulated
+workload string - workload kind (core.basis.WORKLOADS)
+latency_statistic string? - mean | median: of tok_s_per_user
+input_tok_s_per_gpu float64? tok/s/GPU input (prefill) part
+output_tok_s_per_gpu float64? tok/s/GPU output (decode) part
+tok_s_per_user float64? tok/s interactivity: 1 / TPOT of a user
+ttft_mean_s float64? s mean time to first token
+ttft_median_s float64? s median time to first token
+tpot_mean_s float64? s mean time per output token
+tpot_median_s float64? s median time per output token
+e2el_mean_s float64? s mean end-to-end latency
+date string? - date of the measurement, YYYY-MM-DD
+url string - run link, or the source file's URL
+notes string? - what the point can and cannot show
+## kernels
+family string - hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention
+dtype string - bf16 | fp8 | fp32; empty where no dtype applies
+size int64 - the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert
+    (expert), keys scanned (indexer), rows in the pool (attention)
+seconds float64 s time of one call (best batch / calls)
+bytes float64? B bytes the call must move at least (null: not counted)
+flops float64? FLOP floating-point operations of the call (null: none)
+""",
+    4,
 )
-
-ITL: tuple[Column, ...] = (
-    Column("request_row", "int64", False, "-", "row number of the request in requests.parquet"),
-    Column("itl_s", "float64", False, "s", "gap between consecutive streamed chunks"),
-)
-
-POINTS: tuple[Column, ...] = (
-    Column("point_id", "string", False, "-", "sweep point id"),
-    Column("engine", "string", False, "-", "engine label"),
-    Column("config", "string", False, "-", "configuration label"),
-    Column("batch_size", "int64", True, "requests", "fixed batch size per decode rank"),
-    Column("concurrency", "int64", True, "requests", "client max concurrency (all ranks)"),
-    Column(
-        "decode_ranks", "int64", True, "ranks", "decode ranks (DEP size) sharing the load; empty: 1"
-    ),
-    Column("context_tokens", "int64", True, "tokens", "target context length"),
-    Column("window_start_s", "float64", True, "s", "start of the measured window"),
-    Column("duration_s", "float64", False, "s", "length of the measured window (vLLM duration)"),
-    Column("num_gpus", "int64", True, "GPUs", "accelerators serving this point, if any"),
-    Column("source", "string", True, "-", "raw artifact the point was imported from"),
-)
-
-#: Optional tables a trace may carry, with their columns (validated when present).
-EXTRA_TABLES: dict[str, tuple[Column, ...]] = {
-    "server_metrics": (
-        Column("point_id", "string", False, "-", "sweep point"),
-        Column("server", "string", False, "-", "server URL or replica label"),
-        Column("phase", "string", False, "-", "before | after the point"),
-        Column("metric", "string", False, "-", "Prometheus metric name"),
-        Column("labels", "string", True, "-", "Prometheus labels, as text"),
-        Column("value", "float64", False, "-", "counter or gauge value"),
-    ),
-    "expert_load": (
-        Column("window", "int64", False, "-", "load window index"),
-        Column("layer", "int64", False, "-", "MoE layer index"),
-        Column("expert", "int64", False, "-", "logical expert index"),
-        Column("tokens", "float64", False, "tokens", "tokens routed to the expert"),
-    ),
-    "eplb_log": (
-        Column("step", "int64", True, "-", "engine step of the log line"),
-        Column("avg_tokens", "float64", False, "tokens", "mean tokens per EP rank"),
-        Column("max_tokens", "float64", False, "tokens", "max tokens on one EP rank"),
-        Column("balancedness", "float64", False, "-", "vLLM's logged balancedness"),
-    ),
-    # Published measurements (kind `published` traces only; checks in check_points below).
-    "published_points": (
-        Column("point_id", "string", False, "-", "unique id of the published point in the trace"),
-        Column("source_row", "int64", False, "-", "row index in the source file (0-based)"),
-        Column("submitter", "string", True, "-", "who published it (MLPerf Organization, ...)"),
-        Column("system", "string", True, "-", "system or configuration name as published"),
-        Column("category", "string", True, "-", "MLPerf division and availability"),
-        Column("hardware", "string", False, "-", "accelerator, e.g. gb300, NVIDIA B300-SXM-270GB"),
-        Column("gpus", "int64", True, "GPUs", "accelerators in total; empty when unknown"),
-        Column("prefill_gpus", "int64", True, "GPUs", "prefill pool of a disaggregated run"),
-        Column("decode_gpus", "int64", True, "GPUs", "decode pool of a disaggregated run"),
-        Column("serving", "string", True, "-", "aggregated | disaggregated; empty if unknown"),
-        Column("model", "string", False, "-", "model as the source names it"),
-        Column("precision", "string", True, "-", "weight precision as the source names it"),
-        Column("engine", "string", True, "-", "serving engine or framework"),
-        Column("engine_version", "string", True, "-", "engine version or image"),
-        Column("speculative", "string", True, "-", "speculative decoding method; none"),
-        Column("scenario", "string", True, "-", "MLPerf scenario or cookbook strategy"),
-        Column("isl", "int64", True, "tokens", "input sequence length of the workload"),
-        Column("osl", "int64", True, "tokens", "output sequence length of the workload"),
-        Column("concurrency", "int64", True, "requests", "client concurrency"),
-        Column("tok_s_total", "float64", True, "tok/s", "system total throughput, as published"),
-        Column("tok_s_per_gpu", "float64", False, "tok/s/GPU", "throughput per accelerator"),
-        Column("per_gpu_basis", "string", False, "-", "as published, or how it was computed"),
-        Column("tokens_counted", "string", False, "-", "tokens tok_s_per_gpu counts (core.basis)"),
-        Column("gpus_counted", "string", False, "-", "GPUs tok_s_per_gpu is over (core.basis)"),
-        Column("speculation_kind", "string", False, "-", "none | real | real or none | simulated"),
-        Column("workload", "string", False, "-", "workload kind (core.basis.WORKLOADS)"),
-        Column("latency_statistic", "string", True, "-", "mean | median: of tok_s_per_user"),
-        Column("input_tok_s_per_gpu", "float64", True, "tok/s/GPU", "input (prefill) part"),
-        Column("output_tok_s_per_gpu", "float64", True, "tok/s/GPU", "output (decode) part"),
-        Column("tok_s_per_user", "float64", True, "tok/s", "interactivity: 1 / TPOT of a user"),
-        Column("ttft_mean_s", "float64", True, "s", "mean time to first token"),
-        Column("ttft_median_s", "float64", True, "s", "median time to first token"),
-        Column("tpot_mean_s", "float64", True, "s", "mean time per output token"),
-        Column("tpot_median_s", "float64", True, "s", "median time per output token"),
-        Column("e2el_mean_s", "float64", True, "s", "mean end-to-end latency"),
-        Column("date", "string", True, "-", "date of the measurement, YYYY-MM-DD"),
-        Column("url", "string", False, "-", "run link, or the source file's URL"),
-        Column("notes", "string", True, "-", "what the point can and cannot show"),
-    ),
-}
-
 TABLES: dict[str, tuple[Column, ...]] = {
-    "requests": REQUESTS,
-    "itl": ITL,
-    "points": POINTS,
-    **EXTRA_TABLES,
+    k: tuple(Column(n, t.rstrip("?"), t.endswith("?"), u, d) for n, t, u, d in rows)
+    for k, rows in _TABLES.items()
 }
+#: Kernel table of a calibration folder (:data:`CALIBRATION_DOC`), read by physics.attainable.
+CALIBRATION_KERNELS = TABLES.pop("kernels")
+REQUESTS, ITL, POINTS = TABLES["requests"], TABLES["itl"], TABLES["points"]
+#: Optional tables a trace may carry, with their columns (validated when present).
+EXTRA_TABLES = {k: v for k, v in TABLES.items() if k not in ("requests", "itl", "points")}
 
 #: The calibration folder in a sentence, for the book's reference page.
 CALIBRATION_DOC = (
@@ -159,75 +172,53 @@ CALIBRATION_DOC = (
     "`flops / seconds`; its share of the data sheet divides by `spec`."
 )
 
-#: Kernel table of a calibration folder (:data:`CALIBRATION_DOC`), read by physics.attainable.
-# fmt: off
-CALIBRATION_KERNELS: tuple[Column, ...] = (
-    Column("family", "string", False, "-",
-           "hbm_read | hbm_copy | dense_gemm | expert_gemm | indexer_scan | sparse_attention"),
-    Column("dtype", "string", False, "-", "bf16 | fp8 | fp32; empty where no dtype applies"),
-    Column("size", "int64", False, "-",
-           "the swept size: bytes (hbm), n of n x n x n (dense), tokens routed to the expert "
-           "(expert), keys scanned (indexer), rows in the pool (attention)"),
-    Column("seconds", "float64", False, "s", "time of one call (best batch / calls)"),
-    Column("bytes", "float64", True, "B", "bytes the call must move at least (null: not counted)"),
-    Column("flops", "float64", True, "FLOP", "floating-point operations of the call (null: none)"),
+#: run.json fields of a trace (``run``) and of a calibration folder: ``name required meaning``.
+_FIELDS = _sections(
+    f"""
+## run
+schema_version yes trace format version (currently {SCHEMA_VERSION})
+trace_id yes short unique id of the trace
+kind yes recorded | published | synthetic
+created yes creation time, ISO 8601 UTC
+project_commit yes git commit of this project that wrote the trace
+hardware yes inventory: cpu model, cores, memory, GPUs (nvidia-smi), host count
+engine yes engine name and version, e.g. {{name: vllm, version: 0.32.0}}
+versions no versions of other software involved
+commands yes exact server and client commands, in order (secrets redacted)
+parameters yes scenario parameters
+environment no environment variables that change behaviour (secrets redacted)
+generator no for synthetic traces: generator name and seed (then required)
+clock no what start_time_s is measured against
+duty_cycle no time inside measured windows over wall time after server start
+notes no free text: what the trace can and cannot show
+validity no per point: requests, successful, failed, failed_share, valid, flagged, flagged_share,
+    reason (validity)
+accepted_invalid no points kept although flagged (record --accept-invalid)
+server no recorded against running endpoints: their URLs, served model, context limit, vLLM
+    version, and the GPUs behind them as declared by RACKBOOK_SERVER_GPUS (not probed)
+## calibration
+schema_version yes format version (currently {SCHEMA_VERSION})
+content yes always 'calibration'
+kind yes recorded (rackbook calibrate) | published (someone else's measurement)
+created yes creation time, ISO 8601 UTC
+project_commit yes git commit of this project that wrote the folder
+device yes cuda | cpu
+gpu yes GPU name as the driver reports it (CPU model for --device cpu)
+hardware yes nvidia-smi line: name, driver, SM and memory clocks, power limit, memory
+versions yes torch, CUDA, driver
+spec no the data sheet: hbm_TBps, bf16_dense_TFLOPs, fp8_dense_TFLOPs and the hardware catalog
+    id (catalog) of the GPU matched by name (null: a CPU, or a GPU not in data/hardware.yaml)
+shapes yes the model shapes timed (hidden size, expert sizes, heads, top-k)
+method yes timing method: warm-ups, batches, CUDA graphs, what bytes/FLOPs count
+commands yes the exact command that wrote the folder
+source no for kind published: where the measurement comes from
+notes no free text: what the calibration can and cannot show
+""",
+    3,
 )
-# fmt: on
-
-#: run.json fields of a calibration folder: name -> (required, meaning)
-CALIBRATION_RUN_FIELDS: dict[str, tuple[bool, str]] = {
-    "schema_version": (True, f"format version (currently {SCHEMA_VERSION})"),
-    "content": (True, "always 'calibration'"),
-    "kind": (True, "recorded (rackbook calibrate) | published (someone else's measurement)"),
-    "created": (True, "creation time, ISO 8601 UTC"),
-    "project_commit": (True, "git commit of this project that wrote the folder"),
-    "device": (True, "cuda | cpu"),
-    "gpu": (True, "GPU name as the driver reports it (CPU model for --device cpu)"),
-    "hardware": (True, "nvidia-smi line: name, driver, SM and memory clocks, power limit, memory"),
-    "versions": (True, "torch, CUDA, driver"),
-    "spec": (
-        False,
-        "the data sheet: hbm_TBps, bf16_dense_TFLOPs, fp8_dense_TFLOPs and the hardware "
-        "catalog id (catalog) of the GPU matched by name (null: a CPU, or a GPU not in "
-        "data/hardware.yaml)",
-    ),
-    "shapes": (True, "the model shapes timed (hidden size, expert sizes, heads, top-k)"),
-    "method": (True, "timing method: warm-ups, batches, CUDA graphs, what bytes/FLOPs count"),
-    "commands": (True, "the exact command that wrote the folder"),
-    "source": (False, "for kind published: where the measurement comes from"),
-    "notes": (False, "free text: what the calibration can and cannot show"),
-}
-
 #: run.json fields: name -> (required, meaning)
-RUN_FIELDS: dict[str, tuple[bool, str]] = {
-    "schema_version": (True, f"trace format version (currently {SCHEMA_VERSION})"),
-    "trace_id": (True, "short unique id of the trace"),
-    "kind": (True, "recorded | published | synthetic"),
-    "created": (True, "creation time, ISO 8601 UTC"),
-    "project_commit": (True, "git commit of this project that wrote the trace"),
-    "hardware": (True, "inventory: cpu model, cores, memory, GPUs (nvidia-smi), host count"),
-    "engine": (True, "engine name and version, e.g. {name: vllm, version: 0.32.0}"),
-    "versions": (False, "versions of other software involved"),
-    "commands": (True, "exact server and client commands, in order (secrets redacted)"),
-    "parameters": (True, "scenario parameters"),
-    "environment": (False, "environment variables that change behaviour (secrets redacted)"),
-    "generator": (False, "for synthetic traces: generator name and seed (then required)"),
-    "clock": (False, "what start_time_s is measured against"),
-    "duty_cycle": (False, "time inside measured windows over wall time after server start"),
-    "notes": (False, "free text: what the trace can and cannot show"),
-    "validity": (
-        False,
-        "per point: requests, successful, failed, failed_share, valid, flagged, flagged_share, "
-        "reason (validity)",
-    ),
-    "accepted_invalid": (False, "points kept although flagged (record --accept-invalid)"),
-    "server": (
-        False,
-        "recorded against running endpoints: their URLs, served model, context limit, vLLM "
-        "version, and the GPUs behind them as declared by RACKBOOK_SERVER_GPUS (not probed)",
-    ),
-}
-
+RUN_FIELDS: dict[str, tuple[bool, str]] = {n: (r == "yes", d) for n, r, d in _FIELDS["run"]}
+CALIBRATION_RUN_FIELDS = {n: (r == "yes", d) for n, r, d in _FIELDS["calibration"]}
 
 # ----------------------------------------------------------------------------- value rules
 
