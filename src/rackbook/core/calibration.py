@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,18 +110,10 @@ def _check_run(run: Any, where: Path | str) -> None:
         if not isinstance(spec, dict):
             raise InputError(where, "run.json.spec", "expected an object or null")
         for key, (least, most) in SPEC_RANGES.items():
-            v = spec.get(key)
-            if v is not None and not (
-                isinstance(v, int | float)
-                and not isinstance(v, bool)
-                and math.isfinite(v)
-                and least <= v <= most
-            ):
-                raise InputError(
-                    where,
-                    f"run.json.spec.{key}",
-                    f"must be a number from {least:g} to {most:g} or null, got {v!r}",
-                )
+            v = spec.get(key)  # NaN and infinities fail the range
+            if v is not None and not (type(v) in (int, float) and least <= v <= most):
+                problem = f"must be a number from {least:g} to {most:g} or null, got {v!r}"
+                raise InputError(where, f"run.json.spec.{key}", problem)
 
 
 def validate(run: dict[str, Any], kernels: pd.DataFrame, where: Path | str) -> pd.DataFrame:
@@ -146,12 +137,8 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     path = SHIPPED if path is None else Path(path)
     if not path.is_dir():
         problem = "does not exist" if not path.exists() else "is not a folder"
-        raise InputError(
-            path,
-            "calibration",
-            f"{problem} (a calibration folder from rackbook "
-            "calibrate: run.json and kernels.parquet)",
-        )
+        what = "a calibration folder from rackbook calibrate: run.json and kernels.parquet"
+        raise InputError(path, "calibration", f"{problem} ({what})")
     f = path / "run.json"
     if not f.is_file():
         raise InputError(f, "-", "missing run.json (not a calibration folder)")
@@ -229,13 +216,8 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
         "method": ref["method"],
         "commands": [f"rackbook.core.calibration.from_reference({source!r})"],
         "source": source,
-        "notes": (
-            "Converted from a reference kernel measurement on one H200 SXM (700 W), not a run "
-            "of rackbook calibrate: "
-            + str(ref.get("what", ""))
-            + " "
-            + str(ref.get("repeatability", ""))
-        ),
+        "notes": "Converted from a reference kernel measurement on one H200 SXM (700 W), not a "
+        f"run of rackbook calibrate: {ref.get('what', '')} {ref.get('repeatability', '')}",
     }
     kernels = pd.DataFrame(rows, columns=[c.name for c in schema.CALIBRATION_KERNELS])
     return run, kernels.astype({"size": "int64", "seconds": float, "bytes": float, "flops": float})
