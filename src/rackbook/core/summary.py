@@ -59,13 +59,7 @@ class PointMetrics:
     flagged_share: float | None = None  # flagged / successful requests
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "point_id": self.point_id,
-            **self.scenario,
-            **self.metrics.to_dict(),
-            "valid_requests": self.valid_requests,
-            "flagged_share": self.flagged_share,
-        }
+        return _window({"point_id": self.point_id, **self.scenario}, self)
 
 
 @dataclass(frozen=True)
@@ -81,14 +75,15 @@ class TraceSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """``rackbook summarize --json``."""
-        return {
-            "trace_id": self.trace_id,
-            "kind": self.kind,
-            **self.metrics.to_dict(),
-            "valid_requests": self.valid_requests,
-            "flagged_share": self.flagged_share,
-            "points": [p.to_dict() for p in self.points],
-        }
+        head = {"trace_id": self.trace_id, "kind": self.kind}
+        return _window(head, self) | {"points": [p.to_dict() for p in self.points]}
+
+
+def _window(head: dict[str, Any], s: PointMetrics | TraceSummary) -> dict[str, Any]:
+    """``head``, then the window's metrics under vLLM's keys, valid requests and flagged share."""
+    return (
+        head | s.metrics.to_dict() | {k: getattr(s, k) for k in ("valid_requests", "flagged_share")}
+    )
 
 
 class GapHistogram:
@@ -350,21 +345,19 @@ def format_summary(summary: TraceSummary) -> str:
     n = len(s["points"])
     lines = [f"trace {s['trace_id']} ({s['kind']}), {n} point{'' if n == 1 else 's'}"]
     rows = [
-        ("Successful requests", "completed", "{:d}"),
-        ("Failed requests", "failed", "{:d}"),
-        ("Benchmark duration (s)", "duration", "{:.2f}"),
-        ("Total input tokens", "total_input_tokens", "{:d}"),
-        ("Total generated tokens", "total_output_tokens", "{:d}"),
-        ("Request throughput (req/s)", "request_throughput", "{:.2f}"),
-        ("Output token throughput (tok/s)", "output_throughput", "{:.2f}"),
-        ("Total token throughput (tok/s)", "total_token_throughput", "{:.2f}"),
+        ("Successful requests", "completed"),
+        ("Failed requests", "failed"),
+        ("Benchmark duration (s)", "duration"),
+        ("Total input tokens", "total_input_tokens"),
+        ("Total generated tokens", "total_output_tokens"),
+        ("Request throughput (req/s)", "request_throughput"),
+        ("Output token throughput (tok/s)", "output_throughput"),
+        ("Total token throughput (tok/s)", "total_token_throughput"),
     ]
     for m in LATENCY_METRICS:
-        rows += [
-            (f"Mean {m.upper()} (ms)", f"mean_{m}_ms", "{:.2f}"),
-            (f"P99 {m.upper()} (ms)", f"p99_{m}_ms", "{:.2f}"),
-        ]
-    lines += [f"  {label:<36} {fmt.format(s[key])}" for label, key, fmt in rows]
+        rows += [(f"{st} {m.upper()} (ms)", f"{st.lower()}_{m}_ms") for st in ("Mean", "P99")]
+    for label, key in rows:  # counts (int) whole, the rest to two decimals
+        lines.append(f"  {label:<36} {s[key]:{'d' if isinstance(s[key], int) else '.2f'}}")
     if s["valid_requests"] is None:
         lines.append(f"  {'Valid requests':<36} not checked (trace streamed)")
     else:
