@@ -196,9 +196,6 @@ def problem(
     return _check(Path(folder), listed, temps)
 
 
-__all__ = ["MARKER", "InputError"]
-
-
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
     """Stop signals noted within the block and acted on when it ends (main thread only)."""
@@ -239,12 +236,8 @@ def _check_parents(path: Path, field: str) -> None:
 
 def _refuse_link(path: Path, field: str, what: str) -> None:
     if path.is_symlink():
-        raise InputError(
-            path,
-            field,
-            f"is a symbolic link: rackbook never writes through one nor replaces "
-            f"it (name the {what} it points to, or another)",
-        )
+        why = "is a symbolic link: rackbook never writes through one nor replaces it"
+        raise InputError(path, field, f"{why} (name the {what} it points to, or another)")
 
 
 def _check_output(path: str | Path, field: str, what: str) -> Path:
@@ -263,12 +256,7 @@ def _check_output(path: str | Path, field: str, what: str) -> Path:
 
 def check_output_folder(path: str | Path, field: str = "output") -> Path:
     """``path``; InputError naming ``field`` when a link, a file, under a file, or read-only."""
-    return check_writable(_check_output(path, field, "folder"), field)
-
-
-def check_writable(path: str | Path, field: str = "output") -> Path:
-    """``path``; InputError naming ``field`` when where it goes is read-only."""
-    path = Path(path)
+    path = _check_output(path, field, "folder")
     for d in (path, *path.parents) if path.is_dir() else path.parents:
         if d.exists():
             if not os.access(d, os.W_OK | os.X_OK):
@@ -282,12 +270,8 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
     """An output file path, refused too when anything is there."""
     path = _check_output(path, field, "file")
     if path.exists():
-        raise InputError(
-            path,
-            field,
-            "exists: rackbook does not replace a file it cannot tell is its own "
-            "(remove it, or name a new file)",
-        )
+        why = "exists: rackbook does not replace a file it cannot tell is its own"
+        raise InputError(path, field, f"{why} (remove it, or name a new file)")
     return path
 
 
@@ -488,9 +472,8 @@ def refuse_special(
             continue
         what = _SPECIAL.get(stat.S_IFMT(mode))
         if what is not None:
-            raise InputError(
-                Path(folder) / name, field, f"is {what}, where a result file goes: remove it"
-            )
+            problem = f"is {what}, where a result file goes: remove it"
+            raise InputError(Path(folder) / name, field, problem)
 
 
 #: This process's locks (re-entrant): lock file -> [descriptor or None, depth, shared, folders
@@ -559,12 +542,8 @@ def _acquire(lock: Path, path: Path, field: str, shared: bool = False) -> int | 
         with contextlib.suppress(OSError):
             holder = lock.read_text("ascii", "replace")[:64].split("\n")[0].strip()
         who = f" (pid {holder})" if holder.isdigit() else ""
-        raise InputError(
-            path,
-            field,
-            f"another rackbook{who} is writing this folder now: wait for it "
-            "to finish, or write elsewhere",
-        ) from None
+        why = f"another rackbook{who} is writing this folder now"
+        raise InputError(path, field, f"{why}: wait for it to finish, or write elsewhere") from None
     if fd is not None and not shared:  # shared holders leave the file as it is
         _clean_journal(fd, lock)
         os.write(fd, str(os.getpid()).encode())
