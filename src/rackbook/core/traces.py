@@ -125,9 +125,8 @@ def check_points(pts: pd.DataFrame, where: Path | str) -> None:
 def check_latency_unit(e2el_s: np.ndarray, where: Path | str, field: str) -> None:
     """Refuse e2el (s) whose median is over a day (milliseconds given as seconds)."""
     if e2el_s.size and float(np.median(e2el_s)) > IMPLAUSIBLE_LATENCY_S:
-        raise InputError(
-            where, field, "median latency over a day: values look like milliseconds, not seconds"
-        )
+        problem = "median latency over a day: values look like milliseconds, not seconds"
+        raise InputError(where, field, problem)
 
 
 #: A successful request's gaps (s) add up to its ``e2el_s - ttft_s`` within this share plus
@@ -164,11 +163,8 @@ def check_consistency(
         late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
         if late.any():
             i = int(np.argmax(late))
-            raise InputError(
-                where,
-                f"requests.start_time_s (row {i})",
-                f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)",
-            )
+            problem = f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)"
+            raise InputError(where, f"requests.start_time_s (row {i})", problem)
     if itl is None or not len(itl):
         return
     rows = itl["request_row"].to_numpy(np.int64)
@@ -183,22 +179,16 @@ def check_consistency(
     off = has & (np.abs(total - window) > GAP_SUM_REL * window + GAP_SUM_SLACK_S)
     if off.any():
         i = int(np.argmax(off))
-        raise InputError(
-            where,
-            f"itl.itl_s (request row {i})",
-            f"the request's gaps add up to {total[i]:.6g} s, its e2el_s - ttft_s is "
-            f"{window[i]:.6g} s (more than {GAP_SUM_REL:.0%} + {GAP_SUM_SLACK_S} s apart)",
-        )
+        sums = f"gaps add up to {total[i]:.6g} s, its e2el_s - ttft_s is {window[i]:.6g} s"
+        problem = f"the request's {sums} (more than {GAP_SUM_REL:.0%} + {GAP_SUM_SLACK_S} s apart)"
+        raise InputError(where, f"itl.itl_s (request row {i})", problem)
     few = has & (out < n + 1)
     many = has & (out > MAX_TOKENS_PER_CHUNK * (n + 1))
-    for bad, problem in ((few, "fewer than"), (many, f"over {MAX_TOKENS_PER_CHUNK} times")):
+    for bad, than in ((few, "fewer than"), (many, f"over {MAX_TOKENS_PER_CHUNK} times")):
         if bad.any():
             i = int(np.argmax(bad))
-            raise InputError(
-                where,
-                f"requests.output_tokens (row {i})",
-                f"{out[i]:,.0f} tokens is {problem} its {n[i] + 1:,.0f} chunks (gaps + 1)",
-            )
+            problem = f"{out[i]:,.0f} tokens is {than} its {n[i] + 1:,.0f} chunks (gaps + 1)"
+            raise InputError(where, f"requests.output_tokens (row {i})", problem)
 
 
 def check_required(run: Any, fields: Mapping[str, tuple[bool, str]], where: Path | str) -> None:
@@ -217,15 +207,13 @@ def _check_run(run: Any, where: Path | str) -> None:
         problem = f"{version!r} is not a version this rackbook reads ({schema.SCHEMA_VERSION})"
         raise InputError(where, "run.json.schema_version", problem)
     if run["kind"] not in schema.KINDS:
-        raise InputError(
-            where, "run.json.kind", f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
-        )
+        problem = f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
+        raise InputError(where, "run.json.kind", problem)
     if run["kind"] == "synthetic":
         gen = run.get("generator")
         if not isinstance(gen, dict) or "name" not in gen or "seed" not in gen:
-            raise InputError(
-                where, "run.json.generator", "a synthetic trace must name its generator and seed"
-            )
+            problem = "a synthetic trace must name its generator and seed"
+            raise InputError(where, "run.json.generator", problem)
     if not isinstance(run["commands"], list):
         raise InputError(where, "run.json.commands", "must be a list of command lines")
     if not isinstance(run["parameters"], dict):
@@ -317,9 +305,8 @@ def validate(trace: Trace, where: Path | str | None = None) -> Trace:
         raise InputError(where, "requests.request_id", f"duplicate id {dup.iloc[0]!r}")
     unknown = set(req["point_id"].unique()) - set(pts["point_id"].unique())
     if unknown:
-        raise InputError(
-            where, "requests.point_id", f"point {sorted(unknown)[0]!r} is not in points.parquet"
-        )
+        problem = f"point {sorted(unknown)[0]!r} is not in points.parquet"
+        raise InputError(where, "requests.point_id", problem)
     ok = req["success"].to_numpy()
     check_request_rows({c: req[c].to_numpy(np.float64) for c in REQUEST_VALUES}, ok, where)
     cached = req["cached_prompt_tokens"].dropna().to_numpy(np.float64)
@@ -427,23 +414,17 @@ def check_row_counts(path: str | Path) -> tuple[int, int]:
     n_req = table_rows(path, "requests")
     bound = limits.BOUNDS["requests"]
     if n_req > bound:
-        raise InputError(
-            path / "requests.parquet",
-            "-",
-            f"{n_req:,} request rows: a trace holds at most {bound:,} (what an import expands to)",
-        )
+        problem = f"{n_req:,} request rows: a trace holds at most {bound:,}"
+        raise InputError(path / "requests.parquet", "-", f"{problem} (what an import expands to)")
     n_itl = table_rows(path, "itl")
     names = _parquet(path, "requests", lambda f: pq.ParquetFile(f).schema_arrow.names)
     if n_itl > n_req and "output_tokens" in names:  # only then can gaps outnumber tokens
         col = read_table(path, "requests", ["output_tokens"])["output_tokens"]
         tokens = float(pd.to_numeric(col, errors="coerce").fillna(0).clip(lower=0).sum())
         if n_itl > tokens:
-            raise InputError(
-                path / "itl.parquet",
-                "-",
-                f"{n_itl:,} gap rows for {n_req:,} requests that "
-                f"generated {tokens:,.0f} tokens: a request has at most one gap per token",
-            )
+            what = f"{n_itl:,} gap rows for {n_req:,} requests that generated {tokens:,.0f} tokens"
+            problem = f"{what}: a request has at most one gap per token"
+            raise InputError(path / "itl.parquet", "-", problem)
     return n_req, n_itl
 
 
