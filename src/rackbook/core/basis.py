@@ -162,10 +162,8 @@ def _check_parts(raw: Mapping[str, Any], claim: bool) -> None:
         if v not in allowed:
             raise ValueError(f"{f}: {v!r} is not one of {', '.join(allowed)}")
         if v == UNKNOWN and not claim and f not in UNKNOWN_IN_POINTS:
-            raise ValueError(
-                f"{f}: a published point must state its {NAMES.get(f, f)}; 'unknown' is "
-                "allowed only in a claim whose write-up is silent"
-            )
+            why = "'unknown' is allowed only in a claim whose write-up is silent"
+            raise ValueError(f"{f}: a published point must state its {NAMES.get(f, f)}; {why}")
     for f in _TEXTS:
         if not isinstance(raw[f], str) or not raw[f].strip():
             raise ValueError(f"{f}: must be a non-empty text")

@@ -36,9 +36,8 @@ def _checked_rows(rows: Any, source: _Source, field: str) -> np.ndarray:
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise InputError(
-                source, f"{field}[{i}]", f"ragged rows: {len(row)} experts, row 0 has {width}"
-            )
+            problem = f"ragged rows: {len(row)} experts, row 0 has {width}"
+            raise InputError(source, f"{field}[{i}]", problem)
         for j, v in enumerate(row):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(source, f"{field}[{i}][{j}]", f"non-numeric value {v!r}")
@@ -153,11 +152,8 @@ def _read_parquet_loads(path: Path) -> np.ndarray:
     num_layers = limits.bounded(int(df["layer"].max()) + 1, "layers", path, "layer")
     num_experts = limits.bounded(int(df["expert"].max()) + 1, "experts", path, "expert")
     if len(df) != num_layers * num_experts:
-        raise InputError(
-            path,
-            "layer,expert",
-            f"ragged table: {len(df)} rows, expected {num_layers} layers x {num_experts} experts",
-        )
+        problem = f"{len(df)} rows, expected {num_layers} layers x {num_experts} experts"
+        raise InputError(path, "layer,expert", f"ragged table: {problem}")
     arr = np.full((num_layers, num_experts), np.nan)
     arr[df["layer"].to_numpy(), df["expert"].to_numpy()] = df["tokens"].to_numpy(np.float64)
     return as_loads(arr, path, "tokens")

@@ -306,12 +306,9 @@ def check_rules(
 def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) -> None:
     """Value checks of a conformed ``published_points`` table (only in a ``published`` trace)."""
     if run.get("kind") != "published":
-        raise InputError(
-            where,
-            "published_points",
-            f"only a trace of kind published may carry published points (kind is "
-            f"{run.get('kind')!r})",
-        )
+        kind = run.get("kind")
+        problem = f"only a trace of kind published may carry published points (kind is {kind!r})"
+        raise InputError(where, "published_points", problem)
     dup = df["point_id"].duplicated()
     if dup.any():
         bad = df["point_id"][dup].iloc[0]
@@ -324,12 +321,9 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
     bad = dis & both.to_numpy(bool) & (parts != total).fillna(False).to_numpy(bool)
     if bad.any():
         i = int(bad.argmax())
-        raise InputError(
-            where,
-            "published_points.gpus",
-            f"row {i}: prefill {df['prefill_gpus'].iloc[i]} + decode {df['decode_gpus'].iloc[i]} "
-            f"GPUs != total {df['gpus'].iloc[i]}",
-        )
+        p, d, g = (df[c].iloc[i] for c in ("prefill_gpus", "decode_gpus", "gpus"))
+        problem = f"row {i}: prefill {p} + decode {d} GPUs != total {g}"
+        raise InputError(where, "published_points.gpus", problem)
 
 
 def is_date(text: str) -> bool:

@@ -249,9 +249,8 @@ def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows
             lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
             if (lut < 0).any():
                 unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
-                raise InputError(
-                    path, "requests.point_id", f"point {unknown[0]!r} is not in points.parquet"
-                )
+                problem = f"point {unknown[0]!r} is not in points.parquet"
+                raise InputError(path, "requests.point_id", problem)
             c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
             traces.check_request_rows(c, c["success"], path, offset=off)
             acc.add(off, c)

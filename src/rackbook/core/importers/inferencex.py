@@ -70,9 +70,8 @@ def inferencex_speculation(
         if method is not None and named is not None and named != method:
             raise ValueError(f"config key {config_key!r} names {named}, spec_method {method}")
         if method is not None and named is None:
-            raise ValueError(
-                f"config key {config_key!r} names no speculative method, spec_method is {method}"
-            )
+            no = f"config key {config_key!r} names no speculative method"
+            raise ValueError(f"{no}, spec_method is {method}")
         method = named
     if method is None:
         return "none", None
@@ -116,9 +115,8 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
     spec, kind, key = (points.cell(path, f"{f}.{k}", row.get(k), c) for k, c in named.items())
     kind = kind or INFERENCEX_SINGLE_TURN
     if kind not in INFERENCEX_TYPES:
-        raise InputError(
-            path, f"{f}.benchmark_type", f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
-        )
+        problem = f"{kind!r}: expected {' or '.join(INFERENCEX_TYPES)}"
+        raise InputError(path, f"{f}.benchmark_type", problem)
     agentic = kind == INFERENCEX_AGENTIC
     try:
         spec_kind, spec = inferencex_speculation(spec, key, kind)

@@ -81,13 +81,11 @@ def csv_lines(path: Path) -> Iterator[str]:
     with path.open("rb") as fh:
         for n, raw in enumerate(iter(lambda: fh.readline(longest + 1), b""), 1):
             if len(raw) > longest:
-                raise InputError(
-                    path, f"line {n}", f"longer than {limits.CSV_LINE_MB:g} MB (refused)"
-                )
+                problem = f"longer than {limits.CSV_LINE_MB:g} MB (refused)"
+                raise InputError(path, f"line {n}", problem)
             if n > bound:
-                raise InputError(
-                    path, "rows", f"more than {bound:,} lines (rackbook's bound on csv lines)"
-                )
+                problem = f"more than {bound:,} lines (rackbook's bound on csv lines)"
+                raise InputError(path, "rows", problem)
             yield raw.decode("utf-8-sig" if n == 1 else "utf-8")
 
 

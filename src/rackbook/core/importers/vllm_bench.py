@@ -122,9 +122,8 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     )
     completed = d.get("completed")
     if isinstance(completed, int) and int(success.sum()) != completed:
-        raise InputError(
-            path, "completed", f"says {completed} but {int(success.sum())} requests have no error"
-        )
+        problem = f"says {completed} but {int(success.sum())} requests have no error"
+        raise InputError(path, "completed", problem)
     traces.check_latency_unit(lat[success], path, "latencies")
     traces.check_request_rows(cols, success, path, VLLM_KEYS)
     return {**cols, "start_time_s": start, "success": success, "error": errs, "itls": itls}
