@@ -402,10 +402,7 @@ def _manifest_held(folder: Path) -> Iterator[None]:
 
 
 def update_manifest(
-    folder: str | Path,
-    *,
-    record: Iterable[str] = (),
-    pending: Iterable[str] = (),
+    folder: str | Path, *, record: Iterable[str] = (), pending: Iterable[str] = ()
 ) -> None:
     """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
@@ -625,11 +622,7 @@ def _check_swap(path: Path, kind: str, field: str, overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(
-    path: str | Path,
-    *,
-    overwrite: bool = True,
-    kind: str = "output",
-    field: str = "output",
+    path: str | Path, *, overwrite: bool = True, kind: str = "output", field: str = "output"
 ) -> Iterator[Path]:
     """Yield a temporary sibling folder under ``path``'s lock; on success it is marked and swapped
     in, on error removed. ``path`` is replaced only as :func:`check_replaceable` allows (and with

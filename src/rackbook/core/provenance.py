@@ -153,12 +153,7 @@ def new_run_info(
 
 
 def declared_hardware(
-    gpu_id: str,
-    label: str,
-    name: str,
-    count: int,
-    catalog: str,
-    importing_machine: dict[str, Any],
+    gpu_id: str, label: str, name: str, count: int, catalog: str, importing_machine: dict[str, Any]
 ) -> dict[str, Any]:
     """``run.json``'s ``hardware`` for declared GPUs, this machine kept apart."""
     return {
