@@ -152,26 +152,6 @@ def new_run_info(
     return scrub(run)
 
 
-def declared_hardware(
-    gpu_id: str, label: str, name: str, count: int, catalog: str, importing_machine: dict[str, Any]
-) -> dict[str, Any]:
-    """``run.json``'s ``hardware`` for declared GPUs, this machine kept apart."""
-    return {
-        "gpus": [{"name": label, "catalog_id": gpu_id} for _ in range(count)],
-        "hosts": None,
-        "declared": {
-            "gpu": gpu_id,
-            "name": name,
-            "count": count,
-            "catalog": catalog,
-            "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
-        },
-        "importing_machine": importing_machine,
-        "note": "the GPUs the benchmark ran on as the user declared them; the machine that "
-        "imported it is hardware.importing_machine",
-    }
-
-
 def _gpus_text(gpus: list[dict[str, Any]]) -> str:
     """``4 x B300`` (names sorted, each once)."""
     return f"{len(gpus)} x {', '.join(sorted({g.get('name', 'GPU') for g in gpus}))}"

@@ -107,19 +107,16 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
         raise InputError(path, "input_lens", "no requests: every per-request list is empty")
     cols = {c: _num_array(path, k, d[k], n, integer=i) for c, (k, i) in ARRAYS.items()}
     lat = cols["e2el_s"]
-    start = (
-        _num_array(path, "start_times", d["start_times"], n, integer=False)
-        if d.get("start_times") is not None
-        else np.full(n, np.nan)
-    )
+    start = np.full(n, np.nan)
+    if d.get("start_times") is not None:
+        start = _num_array(path, "start_times", d["start_times"], n, integer=False)
     for key, what in (("errors", "strings"), ("itls", "lists (one per request)")):
         if not isinstance(d[key], (list, RaggedGaps)) or len(d[key]) != n:
             raise InputError(path, key, f"must be a list of {n} {what}")
     errs, itls = ["" if e is None else str(e) for e in d["errors"]], d["itls"]
     # vLLM marks success apart from the error text: a successful request took time or tokens
-    success = np.array([e == "" for e in errs], dtype=bool) & (
-        (lat > 0) | (cols["output_tokens"] > 0)
-    )
+    took = (lat > 0) | (cols["output_tokens"] > 0)
+    success = np.array([e == "" for e in errs], dtype=bool) & took
     completed = d.get("completed")
     if isinstance(completed, int) and int(success.sum()) != completed:
         problem = f"says {completed} but {int(success.sum())} requests have no error"
@@ -233,10 +230,21 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
         notes=f"imported from {path.name} by `rackbook import vllm-bench`",
         hardware_note="hardware of the importing machine; the benchmark may have run elsewhere",
     )
-    if hw is not None:
-        t.run["hardware"] = provenance.declared_hardware(
-            hw.id, hw.label, hw.name, hw.count, hw.catalog, t.run["hardware"]
-        )
+    if hw is not None:  # the GPUs as declared, this machine kept apart
+        t.run["hardware"] = {
+            "gpus": [{"name": hw.label, "catalog_id": hw.id} for _ in range(hw.count)],
+            "hosts": None,
+            "declared": {
+                "gpu": hw.id,
+                "name": hw.name,
+                "count": hw.count,
+                "catalog": hw.catalog,
+                "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
+            },
+            "importing_machine": t.run["hardware"],
+            "note": "the GPUs the benchmark ran on as the user declared them; the machine that "
+            "imported it is hardware.importing_machine",
+        }
         t.run.pop("hardware_note", None)
     if kind == "synthetic":
         t.run["generator"] = {"name": "unknown (imported)", "seed": None}
