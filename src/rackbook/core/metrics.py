@@ -136,19 +136,6 @@ def pword(p: float) -> str:
     return str(int(p)) if int(p) == p else str(p)
 
 
-def window_metrics(
-    duration_s: float,
-    completed: int,
-    failed: int,
-    total_in: int,
-    total_out: int,
-    stats: dict[str, dict[str, float]],
-) -> BenchmarkMetrics:
-    """One window's :class:`BenchmarkMetrics` from its length (s), counts, sums and statistics."""
-    latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
-    return BenchmarkMetrics(float(duration_s), completed, failed, total_in, total_out, latency)
-
-
 def tpot_s(ttft_s: np.ndarray, e2el_s: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:
     """Per-request TPOT in seconds for requests with more than one output token (vLLM)."""
     m = output_tokens > 1
@@ -171,6 +158,6 @@ def vllm_metrics(
     tpot, itl = tpot_s(ttft, e2el, out_tok), np.asarray(itl_s, dtype=np.float64)
     values = {"ttft": ttft, "tpot": tpot, "itl": itl, "e2el": e2el}
     stats = {m: latency_stats(m, v, percentiles) for m, v in values.items()}
-    return window_metrics(
-        duration_s, completed, int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()), stats
-    )
+    latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
+    counts = (completed, int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()))
+    return BenchmarkMetrics(float(duration_s), *counts, latency)

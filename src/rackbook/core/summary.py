@@ -22,7 +22,6 @@ from rackbook.core.metrics import (
     BenchmarkMetrics,
     grouped_stats,
     named_stats,
-    window_metrics,
 )
 from rackbook.errors import InputError
 
@@ -268,7 +267,8 @@ def _summarize(
     def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
         n = [int(c[sel].sum()) for c in counts]
         by_metric = {k: s[0] if i is None else s[1][i] for k, s in stats.items()}
-        return window_metrics(duration, n[0], n[1], n[2], n[3], by_metric)
+        latency = {k: v for m in LATENCY_METRICS for k, v in by_metric[m].items()}
+        return BenchmarkMetrics(duration, n[0], n[1], n[2], n[3], latency)
 
     total = window(float(points["duration_s"].sum()), slice(0, None), None)
     rows = []
