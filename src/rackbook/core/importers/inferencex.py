@@ -123,9 +123,8 @@ def _point(path: Path, i: int, row: Any, fallback_url: str | None) -> dict[str, 
     except ValueError as exc:
         raise InputError(path, f"{f}.spec_method", str(exc)) from None
     # AgentX rows replay traces: no ISL/OSL (null in the API)
-    p |= points.cells(
-        path, f, row, {k: (k, "whole?" if agentic else "whole") for k in ("isl", "osl")}
-    )
+    sized = {k: (k, "whole?" if agentic else "whole") for k in ("isl", "osl")}
+    p |= points.cells(path, f, row, sized)
     url = points.cell(path, f"{f}.run_url", row.get("run_url"), "url?") or fallback_url
     if url is None:
         raise InputError(path, f"{f}.run_url", "missing (and no --source-url to fall back on)")
@@ -173,11 +172,8 @@ def _gpu_counts(
         return p, None, None, []
     if p is None and d is None:
         return None, None, None, []
-    note = (
-        f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run "
-        f"of TP {tp}: total left empty"
-    )
-    return None, None, None, [note]
+    note = f"recorded GPU counts (prefill {p}, decode {d}) disagree with an aggregated run of TP "
+    return None, None, None, [f"{note}{tp}: total left empty"]
 
 
 def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -188,8 +184,5 @@ def _metric_columns(path: Path, f: str, row: dict[str, Any]) -> dict[str, Any]:
     if metrics.get("median_intvty") is None and metrics.get("p90_intvty") is not None:
         stat = "p90"
     per_user = points.cell(path, f"{m}.{stat}_intvty", metrics.get(f"{stat}_intvty"), "number?")
-    return {
-        **points.cells(path, m, metrics, _METRICS),
-        "latency_statistic": stat,
-        "tok_s_per_user": per_user,
-    }
+    stated = {"latency_statistic": stat, "tok_s_per_user": per_user}
+    return points.cells(path, m, metrics, _METRICS) | stated
