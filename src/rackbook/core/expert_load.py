@@ -167,15 +167,10 @@ def read_loads(path: str | Path) -> np.ndarray:
         magic = fh.read(4)
     if magic == b"PAR1" or p.suffix.lower() == ".parquet":
         return _read_parquet_loads(p)
-    bounds = jsonstream.Counts(  # layers, experts per layer, cells: bounded as they are read
-        entries=limits.BOUNDS["layers"],
-        inner=limits.BOUNDS["experts"],
-        total=limits.BOUNDS["expert_cells"],
-        name="layers",
-        flat_index=False,
-        not_list="expected a list of per-layer lists",
-    )
-    obj = jsonstream.load(p, {"loads": jsonstream.RAGGED}, bounds)
+    # layers, experts per layer, cells: bounded as they are read; a bad cell named loads[i][j]
+    b, not_list = limits.BOUNDS, "expected a list of per-layer lists"
+    c = jsonstream.Counts(b["layers"], b["experts"], b["expert_cells"], "layers", False, not_list)
+    obj = jsonstream.load(p, {"loads": jsonstream.RAGGED}, c)
     if not isinstance(obj, dict) or "loads" not in obj:
         raise InputError(p, "loads", 'missing; expected {"loads": [[...], ...]}')
     loads = obj["loads"]
