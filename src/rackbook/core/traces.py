@@ -442,8 +442,9 @@ def _read_ahead(batches: Iterator[Any], depth: int = 2) -> Generator[Any, None, 
         pool.shutdown(cancel_futures=True)
 
 
-def _chunk_column(col: Any, spec: Any, path: Path, fname: str, offset: int) -> Any:
-    """A streamed column checked as :func:`conform` does: an array, or ``(codes, values)``."""
+def _chunk_column(batch: Any, spec: Any, path: Path, table: str, offset: int) -> Any:
+    """Column ``spec`` of a batch checked as :func:`conform` does (strings: codes and values)."""
+    col, fname = batch.column(spec.name), f"{table}.{spec.name}"
     if col.null_count and not spec.nullable:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise InputError(path, fname, f"missing value in row {offset + row}")
@@ -489,13 +490,7 @@ def iter_table(
     def chunks() -> Iterator[tuple[int, dict[str, Any]]]:  # in the reading thread
         offset = 0
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=columns):
-            yield (
-                offset,
-                {
-                    c: _chunk_column(batch.column(c), known[c], path, f"{name}.{c}", offset)
-                    for c in columns
-                },
-            )
+            yield offset, {c: _chunk_column(batch, known[c], path, name, offset) for c in columns}
             offset += batch.num_rows
 
     try:
@@ -510,14 +505,12 @@ def keep_rows(trace: Trace, keep: np.ndarray, points: pd.Series | None = None) -
     if len(itl):
         new_pos = np.cumsum(keep) - 1
         itl = itl[keep[itl["request_row"].to_numpy()]].copy()
-        itl["request_row"] = new_pos[itl["request_row"].to_numpy()].astype(
-            trace.itl["request_row"].dtype
-        )
+        rows = itl["request_row"]
+        itl["request_row"] = new_pos[rows.to_numpy()].astype(rows.dtype)
         itl = itl.reset_index(drop=True)
     pts = trace.points if points is None else trace.points[points].reset_index(drop=True)
-    return dataclasses.replace(
-        trace, requests=trace.requests[keep].reset_index(drop=True), itl=itl, points=pts
-    )
+    req = trace.requests[keep].reset_index(drop=True)
+    return dataclasses.replace(trace, requests=req, itl=itl, points=pts)
 
 
 def concat(traces: list[Trace], run: dict[str, Any]) -> Trace:
