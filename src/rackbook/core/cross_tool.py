@@ -59,6 +59,5 @@ def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -
         "output/GPU": m["output_throughput"] / gpus,
         "1000/tpot": 1000 / tpot if tpot > 0 else float("nan"),
     }
-    cols = ("quantity", "tool", "name", "value", "unit", "definition")
-    rows = [dict(zip(cols, (*r[:3], figures[r[4]], r[3], r[5]), strict=True)) for r in CROSS_TOOL]
-    return pd.DataFrame(rows)
+    rows = [(*r[:3], figures[r[4]], r[3], r[5]) for r in CROSS_TOOL]
+    return pd.DataFrame(rows, columns=["quantity", "tool", "name", "value", "unit", "definition"])

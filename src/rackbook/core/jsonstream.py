@@ -70,9 +70,8 @@ class Counts:
 
 def _field(path: tuple[Any, ...]) -> str:
     """``("rows", 3, "hardware")`` -> ``rows[3].hardware``; the top level is ``-``."""
-    return (
-        "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).removeprefix(".") or "-"
-    )
+    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+    return text.removeprefix(".") or "-"
 
 
 def _estimate(text: bytes) -> int:

@@ -393,9 +393,8 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
         }
         for _, g in groups.iterrows()
     ]
-    return {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)} | {
-        "groups": rows
-    }
+    head = {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)}
+    return head | {"groups": rows}
 
 
 def _stated(value: Any) -> str:
