@@ -148,11 +148,10 @@ def _reason(c: dict[str, Any], i: int, why_mismatch: str) -> str:
         )
     if c["tiny_gaps"][i]:
         med, ref = c["median_gap_s"][i], c["reference_step_s"][i]
-        parts.append(
-            f"tiny gaps: median {med * 1e3:.4g} ms vs engine step {ref * 1e3:.4g} ms"
-            if not c["below_clock"][i]
-            else f"tiny gaps: median {med * 1e6:.3g} µs below the clock's resolution"
-        )
+        tiny = f"median {med * 1e3:.4g} ms vs engine step {ref * 1e3:.4g} ms"
+        if c["below_clock"][i]:
+            tiny = f"median {med * 1e6:.3g} µs below the clock's resolution"
+        parts.append(f"tiny gaps: {tiny}")
     if c["token_mismatch"][i]:
         parts.append(f"token mismatch: {why_mismatch}")
     return "; ".join(parts)
@@ -202,9 +201,8 @@ def point_validity(trace: traces.Trace, checks: pd.DataFrame | None = None) -> p
     ``reason``)."""
     c = check_requests(trace) if checks is None else checks
     points = trace.points["point_id"].astype(str)
-    return pd.DataFrame(
-        [_point_row(p, c[c["point_id"] == p]) for p in points], columns=POINT_COLUMNS
-    )
+    rows = [_point_row(p, c[c["point_id"] == p]) for p in points]
+    return pd.DataFrame(rows, columns=POINT_COLUMNS)
 
 
 def _point_row(point_id: str, g: pd.DataFrame) -> dict[str, Any]:

@@ -69,6 +69,7 @@ def _row(path: Path, i: int, row: dict[str, str], line: int, source_url: str) ->
     n = _number(path, f"rows[{i}].total_accelerators", row["total_accelerators"], line, True)
     loc = (row["Location"] or "").removeprefix("./").strip("/")
     gh = points.GITHUB_BLOB.match(source_url)
+    url = f"https://github.com/{gh['repo']}/tree/{gh['commit']}/{loc}" if gh and loc else source_url
     return {
         "point_id": "/".join(row[k] for k in ("Organization", "Platform", "Model", "Scenario")),
         **{c: row[k] if k in row else row[k[:-1]] or None for c, k in _AS_GIVEN.items()},
@@ -77,9 +78,7 @@ def _row(path: Path, i: int, row: dict[str, str], line: int, source_url: str) ->
         "tok_s_total": result,
         "tok_s_per_gpu": result / n,
         **_FIXED,
-        "url": f"https://github.com/{gh['repo']}/tree/{gh['commit']}/{loc}"
-        if gh and loc
-        else source_url,
+        "url": url,
         "source_row": i,
     }
 
