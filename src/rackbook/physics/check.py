@@ -43,22 +43,6 @@ class Workload:
     new_input_tok_s_per_gpu: float = 0.0
 
 
-def verify_tokens(model: ModelSpec, tokens_per_step: float) -> int:
-    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation;
-    1 to 64, checked where flags enter)."""
-    if tokens_per_step == 1:
-        return 1
-    spec = model.speculative
-    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
-            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
-        )
-    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
-
-
 def longest_sequence(
     m: ModelSpec,
     gpus: int,
@@ -194,29 +178,12 @@ def memory_ceiling(
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
     """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
-    verify = verify_tokens(model, tokens_per_step)
-    m = model.moe
-    assert m.num_routed_experts and m.experts_per_token
-    split = roofline.weight_split(model, "decode")
-    dense = split.dense_bytes * active_scale
-    per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
-    experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
-    kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
-    draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    total = dense + experts + batch * kv_seq + draft
-    step = total / (gpus * gpu.hbm_bandwidth_bytes_per_s)
-    tps = batch * tokens_per_step / gpus / step
-    formula = (
-        f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
-        f"experts (the fewest {plural(whole(batch * verify), 'token')} can touch) x "
-        f"{fmt(roofline.expert_bytes(model), 'B')} = {fmt(experts, 'B')} + "
-        f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
-        + (f" + {fmt(draft, 'B')} drafter" if draft else "")
-        + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
-        f"{fmt(gpu.hbm_bandwidth_bytes_per_s, 'B/s')}) = {step * 1e6:,.4g} µs; "
-        f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
-        f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
+    kw: dict[str, Any] = dict(context_tokens=context, kv_dtype=kv_dtype, batch=batch)
+    r = roofline.batch1_decode_ceiling_tokens_per_s(
+        model, gpu, gpus, tokens_per_step, active_scale=active_scale, **kw
     )
+    tps = batch * tokens_per_step / gpus / r.step_s
+    formula = f"{r.formula} / {plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     return PerGpuCeiling("memory bandwidth", tps, formula, "decode")
 
 
@@ -424,7 +391,7 @@ def check_claim(
         cached_share=cached_share,
         concurrency=batch,
         tokens_per_step=tokens_per_step,
-        verify_tokens=verify_tokens(m, tokens_per_step),
+        verify_tokens=roofline.verify_count(m, tokens_per_step),
         kv_dtype=kv_dtype,
         weights=sv.text,
         output_tok_s_per_gpu=0.0 if phase == "prefill" else out,

@@ -629,44 +629,61 @@ class Batch1Decode:
     formula: str
 
 
+def verify_count(model: ModelSpec, tokens_per_step: float) -> int:
+    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation)."""
+    if tokens_per_step == 1:
+        return 1
+    spec = model.speculative
+    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
+        )
+    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
+
+
 def batch1_decode_ceiling_tokens_per_s(
     model: ModelSpec | str,
     hw: GpuSpec | str,
     n_gpus: int = 1,
     acceptance_length: float = 1.0,
     *,
-    context_tokens: int = 0,
-    kv_dtype: str = "fp4",
+    context_tokens: float = 0,
+    kv_dtype: str | None = "fp4",
     verify_tokens: int | None = None,
     routing: str = "fewest",
+    batch: float = 1.0,
+    active_scale: float = 1.0,
 ) -> Batch1Decode:
-    """Batch-1 decode tokens/s over ``n_gpus`` GPUs' HBM bandwidth (no communication counted)."""
+    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (bytes a step
+    reads; no communication counted); ``active_scale`` scales the active weights."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    spec = m.speculative
-    if verify_tokens is None:  # 1 without speculation, else the drafter's tokens + 1
-        drafted = spec.draft_tokens + 1 if spec is not None else math.ceil(acceptance_length)
-        verify_tokens = 1 if acceptance_length == 1 else drafted
-    if verify_tokens < acceptance_length:
+    verify = verify_tokens or verify_count(m, acceptance_length)
+    if verify < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token
     touched = fewest_experts if routing == "fewest" else distinct_experts
-    per_layer = touched(mo.num_routed_experts, mo.experts_per_token, verify_tokens)
-    weights = split.dense_bytes + split.moe_layers * per_layer * expert_bytes(m)
-    kv = context_reads(m, context_tokens, "decode", kv_dtype).total if context_tokens else 0.0
-    draft = draft_bytes(m) if verify_tokens > 1 else 0.0
-    step = bandwidth_floor_step_s(weights + kv + draft, hw, n_gpus)
-    tps = acceptance_length / step.seconds
+    per_layer = touched(mo.num_routed_experts, mo.experts_per_token, batch * verify)
+    dense = split.dense_bytes * active_scale
+    weights = dense + split.moe_layers * per_layer * expert_bytes(m) * active_scale
+    reads = kv_dtype and context_tokens and context_reads(m, context_tokens, "decode", kv_dtype)
+    kv = reads.total if reads else 0.0
+    draft = draft_bytes(m) if verify > 1 else 0.0
+    step = bandwidth_floor_step_s(weights + batch * kv + draft, hw, n_gpus)
+    tps = batch * acceptance_length / step.seconds
     formula = (
-        f"step >= ({fmt(weights, 'B')} weights for {plural(verify_tokens, 'token')} "
-        f"({routing} routing) + "
-        f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
-        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
-        f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"
+        f"step >= ({fmt(dense, 'B')} dense + {split.moe_layers} layers x {per_layer:.4g} experts "
+        f"({routing} routing of {plural(round(batch * verify), 'token')}) x "
+        f"{fmt(expert_bytes(m) * active_scale, 'B')} + {plural(round(batch), 'sequence')} x "
+        f"{fmt(kv, 'B')} context at {context_tokens:,.0f} tokens + {fmt(draft, 'B')} drafter = "
+        f"{fmt(step.bytes, 'B')}) / ({plural(n_gpus, 'GPU')} x "
+        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e6:,.4g} µs; "
+        f"{round(batch):,} x {acceptance_length:g} tokens per step = {tps:,.0f} tokens/s"
     )
-    return Batch1Decode(
-        tps, step.seconds, weights, kv, draft, acceptance_length, verify_tokens, formula
-    )
+    return Batch1Decode(tps, step.seconds, weights, kv, draft, acceptance_length, verify, formula)
