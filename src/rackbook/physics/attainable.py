@@ -462,11 +462,7 @@ def _decode_estimate(
     )
     if batch is not None:
         return decode_step(model, gpu, gpus, batch, eff, **kw)
-    sizes, b = [], float(gpus)
-    while b < cap:
-        sizes.append(b)
-        b *= 2
-    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in [*sizes, float(cap)]]
+    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in check.doublings(float(gpus), cap)]
     best = max(steps, key=lambda e: e.tok_s_per_gpu)
     return replace(best, formula=best.formula + f" (the best batch within {cap_text})")
 

@@ -320,11 +320,19 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     return next((d for d in catalogs.PRECISIONS if getattr(table, d) is not None), None)
 
 
+def doublings(start: int | float, cap: int | float) -> list[Any]:
+    """Batch sizes tried: ``start``, twice it, ... while below ``cap``, then ``cap``."""
+    sizes = [start]
+    while sizes[-1] < cap:
+        sizes.append(sizes[-1] * 2)
+    return sizes[:-1] + [cap]
+
+
 def _best_batch(
     m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
 ) -> tuple[int, PerGpuCeiling]:
     best: tuple[int, PerGpuCeiling] | None = None
-    for b in (min(1 << i, most) for i in range((most - 1).bit_length() + 1)):
+    for b in doublings(1, most):
         r = memory_ceiling(m, g, gpus, b, **kw)
         if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
             best = (b, r)
