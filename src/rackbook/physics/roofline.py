@@ -117,13 +117,10 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     idx_row = fmts.indexer.bytes_for(idx_vals)
     ratios = model.kv_cache.compression_ratios or []
     layers = model.kv_cache.owning_layers or []
-    att, by_layer = model.attention, dict(zip(layers, ratios, strict=True))
-    idx = att.index_sources if att is not None else []  # rows carrying an index key
-    idx_rows = (
-        rows
-        if att is None
-        else sum((Fraction(1, by_layer[s]) for s in idx if s in by_layer), Fraction(0))
-    )
+    by_layer = dict(zip(layers, ratios, strict=True))
+    att = model.attention  # the layers whose rows carry an index key (all without a list)
+    idx = by_layer if att is None else [s for s in att.index_sources if s in by_layer]
+    idx_rows = sum((Fraction(1, by_layer[s]) for s in idx), Fraction(0))
     total = rows * kv_row + idx_rows * idx_row
 
     def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
