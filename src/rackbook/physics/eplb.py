@@ -375,18 +375,15 @@ def evaluate(
     r_static = rank_loads_from_placement(measure, static, ep_size)
     r_eplb = rank_loads_from_placement(measure, phy2log, ep_size)
 
-    t_static, t_eplb, t_uniform = balancedness(r_static), balancedness(r_eplb), 1.0
-    gap = fraction_recovered_gap(t_static, t_eplb, t_uniform)
+    t_static, t_eplb = balancedness(r_static), balancedness(r_eplb)  # = throughput / uniform's
+    gap = fraction_recovered_gap(t_static, t_eplb)
     return {
         "balancedness_static": t_static,
         "balancedness_eplb": t_eplb,
         "balancedness_static_legacy": balancedness_legacy(r_static),
         "balancedness_eplb_legacy": balancedness_legacy(r_eplb),
-        "throughput_static_rel_uniform": t_static,
-        "throughput_eplb_rel_uniform": t_eplb,
-        "throughput_uniform_rel_uniform": t_uniform,
         "fraction_recovered_gap": None if math.isnan(gap) else gap,
-        "fraction_of_uniform": fraction_of_uniform(t_eplb, t_uniform),
+        "fraction_of_uniform": fraction_of_uniform(t_eplb),
         "num_layers": int(num_layers),
         "num_logical_experts": int(num_logical),
         "num_physical_experts": int(num_physical),
