@@ -541,13 +541,12 @@ def cached_share_threshold(
     **kwargs: Any,
 ) -> float | None:
     """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
-    cal = calibration
 
     def ratio(c: float) -> float:
         ck = check.check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs)
         if ck.limit.startswith("memory capacity"):
             return math.inf
-        return for_check(ck, deployment=deployment, calibration=cal).ratio
+        return for_check(ck, deployment=deployment, calibration=calibration).ratio
 
     share, _ = check.least_share(ratio, [i / 20 for i in range(20)] + [1 - 1e-6], 1e-3)
     return share

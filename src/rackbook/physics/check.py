@@ -139,8 +139,7 @@ class Check:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
                 f"{counted} needs {parts} = {ratio_text(self.ratio)} the time of the "
-                f"{self.gpu_label} "
-                "GPUs at their ceilings (the workload's ceiling is "
+                f"{self.gpu_label} GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
         ph = next(iter(self.fractions), self.phase)

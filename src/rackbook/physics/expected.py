@@ -379,14 +379,9 @@ def expected(
     context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
     notes, rel = [], m.kv_cache.relative_to
     if m.kv_cache.compression_ratios is None and (context or prefix):
-        notes.append(
-            f"{m.name}'s KV layout is not in the catalog: context costs "
-            + (
-                f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
-                if rel
-                else "not counted"
-            )
-        )
+        how = f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s" if rel else ""
+        how = f"{how} (approximate)" if rel else "not counted"
+        notes.append(f"{m.name}'s KV layout is not in the catalog: context costs {how}")
     dom = attainable.nvlink_domain(g.id) or gpus  # TP widths: powers of two in one NVLink domain
     widths = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
     widths += [gpus] if gpus <= dom and gpus not in widths else []

@@ -83,9 +83,7 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
     ratios = model.kv_cache.compression_ratios
     if ratios is None:
         rel = model.kv_cache.relative_to
-        hint = (
-            f" (the catalog only says about {rel.factor:g}x {rel.model})" if rel is not None else ""
-        )
+        hint = f" (the catalog only says about {rel.factor:g}x {rel.model})" if rel else ""
         raise InputError(model.file, "kv_cache.compression_ratios", f"KV layout unknown{hint}")
     return sum((Fraction(1, r) for r in ratios), Fraction(0))
 
@@ -124,11 +122,8 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     total = rows * kv_row + idx_rows * idx_row
 
     def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
-        scales = (
-            f" + {math.ceil(values / f.scale_group)} x {f.scale_bytes} scale B"
-            if f.scale_group
-            else ""
-        )
+        n = math.ceil(values / f.scale_group) if f.scale_group else 0
+        scales = f" + {n} x {f.scale_bytes} scale B" if n else ""
         return f"{name} {values} x {f.bits} bit / 8{scales} = {frac_text(b)} B"
 
     if len(ratios) <= 8:
@@ -568,8 +563,7 @@ def compute_ceiling_tokens_per_s(
     """Tokens/s ceiling of ``n_gpus`` GPUs' FLOP/s, each part at its precision."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
-    notes = []
-    parts, seconds = [], 0.0
+    notes, parts, seconds = [], [], 0.0
     for label, params, dtype in (
         ("routed", split.routed_params, split.routed_dtype),
         ("dense", split.dense_params, split.dense_dtype),
