@@ -416,18 +416,6 @@ class Attainable:
         }
 
 
-def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
-    """The calibration in words, labelled when Hopper fractions stand for a Blackwell GPU."""
-    text = eff.label
-    blackwell = "blackwell" in gpu.name.lower()
-    if eff.hopper and blackwell:
-        text += (
-            f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
-            f"{gpu.label} (Blackwell): an assumption, not a Blackwell measurement"
-        )
-    return text
-
-
 def _decode_estimate(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -493,6 +481,10 @@ def estimate(
             f"{gpus} GPUs span more than one NVLink domain of {dom}: the network between "
             "domains is not modelled (NVLink assumed throughout)"
         )
+    note = (
+        f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
+        f"{g.label} (Blackwell): an assumption, not a Blackwell measurement"
+    )
     estimates: dict[str, Estimate] = {}
     shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
@@ -513,7 +505,7 @@ def estimate(
         ratio=ratio if ratio > 0 else 0.0,
         deployment=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})",
         deployment_name=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')}",
-        calibration=calibration_text(eff, g),
+        calibration=eff.label + (note if eff.hopper and "blackwell" in g.name.lower() else ""),
         claimed_tok_s_per_gpu=claimed,
         counted=work.counted,
         estimates=estimates,

@@ -90,21 +90,6 @@ def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
     return cnt
 
 
-def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2phy, logcnt)`` from ``phy2log`` as vLLM's ``compute_logical_maps`` builds them."""
-    p2l = np.atleast_2d(np.asarray(phy2log, dtype=np.int64))
-    logcnt = replica_counts(p2l, num_logical)
-    width = max(int(logcnt.max()), 1)
-    log2phy = np.full((p2l.shape[0], num_logical, width), -1, dtype=np.int64)
-    running = np.zeros_like(logcnt)
-    layers = np.arange(p2l.shape[0])
-    for phys in range(p2l.shape[1]):
-        log = p2l[:, phys]
-        log2phy[layers, log, running[layers, log]] = phys
-        running[layers, log] += 1
-    return log2phy, logcnt
-
-
 def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
     """Tokens per EP rank, ``(layers, ep_size)``, for a placement."""
     loads = as_loads(logical_loads)
@@ -233,7 +218,13 @@ def rebalance_experts(
     if eplb_branch(num_groups, num_nodes) == "global":
         num_groups = num_nodes = 1
     phy2log = rebalance_experts_hierarchical(w, num_replicas, num_groups, num_nodes, num_ranks)
-    log2phy, logcnt = logical_to_physical(phy2log, w.shape[1])
+    logcnt = replica_counts(phy2log, w.shape[1])  # and log2phy, as vLLM's compute_logical_maps
+    log2phy = np.full((*logcnt.shape, max(int(logcnt.max()), 1)), -1, dtype=np.int64)
+    running, layers = np.zeros_like(logcnt), np.arange(phy2log.shape[0])
+    for phys in range(phy2log.shape[1]):
+        log = phy2log[:, phys]
+        log2phy[layers, log, running[layers, log]] = phys
+        running[layers, log] += 1
     return phy2log, log2phy, logcnt
 
 

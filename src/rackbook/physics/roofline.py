@@ -601,11 +601,6 @@ def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
 
 
-def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
-    """The fewest distinct experts ``tokens`` tokens can touch in a layer: top-k (0 without)."""
-    return float(min(top_k, num_experts)) if tokens > 0 else 0.0
-
-
 @dataclass(frozen=True)
 class Batch1Decode:
     """Bandwidth ceiling of single-sequence decode: tokens accepted per step / least step time."""
@@ -659,8 +654,9 @@ def batch1_decode_ceiling_tokens_per_s(
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token
-    touched = fewest_experts if routing == "fewest" else distinct_experts
-    per_layer = touched(mo.num_routed_experts, mo.experts_per_token, batch * verify)
+    e, k, tokens = mo.num_routed_experts, mo.experts_per_token, batch * verify
+    # the fewest experts the tokens can touch (top-k), or the expected number under uniform routing
+    per_layer = float(min(k, e)) if routing == "fewest" else distinct_experts(e, k, tokens)
     dense = split.dense_bytes * active_scale
     weights = dense + split.moe_layers * per_layer * expert_bytes(m) * active_scale
     reads = kv_dtype and context_tokens and context_reads(m, context_tokens, "decode", kv_dtype)
