@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,8 +78,7 @@ def _shipped() -> Efficiencies:
 
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
-    d = {f.name: getattr(e, f.name) for f in fields(e)}
-    return json.loads(json.dumps(d, default=lambda a: a.tolist()))
+    return json.loads(json.dumps(asdict(e), default=lambda a: a.tolist()))
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:

@@ -142,17 +142,15 @@ class Check:
                 f"{self.gpu_label} GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
-        ph = next(iter(self.fractions), self.phase)
-        bound = self.bounds.get(ph, self.ceiling_tok_s_per_gpu)
+        ph, ceiling = next(iter(self.fractions), self.phase), self.ceiling_tok_s_per_gpu
+        bound = self.bounds.get(ph, ceiling)
         unit = "new input" if ph == "prefill" else "output"
         text = (
             f"{counted} is {ratio_text(self.ratio)} the {ph} {self.limit} ceiling of {bound:,.0f} "
             f"{unit} tok/s per GPU on {self.gpu_label}"
         )
-        if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
-            self.ceiling_tok_s_per_gpu, bound, rel_tol=1e-9
-        ):
-            text += f" ({self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
+        if math.isfinite(ceiling) and not math.isclose(ceiling, bound, rel_tol=1e-9):
+            text += f" ({ceiling:,.0f} {self.counted} tok/s per GPU)"
         if self.batch and ph == "decode":
             text += f" with {plural(self.batch, 'sequence')} decoding together"
         return text

@@ -417,21 +417,12 @@ def expected(
                 f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
                 "at this rate (the limit is not otherwise modelled)"
             )
-    ratio = sum(shares.values())
+    ratio = sum(shares.values(), 0.0)
     exp = claimed / ratio if ratio > 0 else math.inf
+    lo, hi = exp * math.exp(fit.log_low), exp * math.exp(fit.log_high)
     dep = best.deployment if best is not None else deployment_name(1, gpus)
-    return Expected(
-        exp,
-        exp * math.exp(fit.log_low),
-        exp * math.exp(fit.log_high),
-        ratio if ratio > 0 else 0.0,
-        f"{dep} on {plural(gpus, 'GPU')}",
-        terms,
-        None if best is None else best.batch,
-        batch_text,
-        tuple(notes),
-        fit.source,
-    )
+    where, batch = f"{dep} on {plural(gpus, 'GPU')}", None if best is None else best.batch
+    return Expected(exp, lo, hi, ratio, where, terms, batch, batch_text, tuple(notes), fit.source)
 
 
 def _best_decode(
