@@ -43,44 +43,6 @@ class Workload:
     new_input_tok_s_per_gpu: float = 0.0
 
 
-def longest_sequence(
-    m: ModelSpec,
-    gpus: int,
-    isl: float | None,
-    osl: float | None,
-    context: float | None,
-    batch: float | None,
-    phase: str,
-    counted: str,
-) -> float:
-    """Tokens of the longest sequence; InputError past the model's or the batch's limits."""
-    most = m.architecture.max_context_tokens
-    longest = max((isl or 0) + (osl or 0), context or 0)
-    if most is not None and longest > most:
-        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
-        raise InputError("-", "context", problem)
-    if batch is not None and not (float(batch).is_integer() and batch >= 1):
-        raise InputError(
-            "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
-        )
-    if phase == "decode" and counted == "total":
-        raise InputError(
-            "-",
-            "phase",
-            f"a decode-only figure counting input + output tokens per GPU credits the prefill of "
-            f"its input to GPUs not among the {gpus:,}: give --phase mixed (these GPUs prefill "
-            "too) or --counted output",
-        )
-    if batch is not None and batch > MAX_BATCH * gpus:
-        raise InputError(
-            "-",
-            "batch",
-            f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
-            f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
-        )
-    return longest
-
-
 def physics_verdict(ratio: float) -> str:
     """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
@@ -371,7 +333,21 @@ def check_claim(
         raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
     if (phase, counted) in (("prefill", "output"), ("decode", "input")):
         raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
-    longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
+    most, n = m.architecture.max_context_tokens, MAX_BATCH * gpus
+    longest = max((isl or 0) + (osl or 0), context or 0)
+    if most is not None and longest > most:
+        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
+        raise InputError("-", "context", problem)
+    if batch is not None and not (float(batch).is_integer() and batch >= 1):
+        problem = f"must be a whole number of sequences >= 1, got {batch:g}"
+        raise InputError("-", "concurrency", problem)
+    if phase == "decode" and counted == "total":
+        problem = "a decode-only figure counting input + output tokens credits its prefill to "
+        problem += f"GPUs not among the {gpus:,}: give --phase mixed or --counted output"
+        raise InputError("-", "phase", problem)
+    if batch is not None and batch > n:
+        problem = f"at most {MAX_BATCH:,} per GPU ({n:,} on {plural(gpus, 'GPU')})"
+        raise InputError("-", "batch", f"{batch:,.0f} sequences is out of range: {problem}")
     kv_dtype, notes = kv_dtype or narrowest_kv_dtype(m), []
     if kv_dtype is None:
         if context or isl:
