@@ -407,11 +407,9 @@ def _ceilings(
     active_scale: float,
 ) -> dict[str, Any]:
     ceilings: list[PerGpuCeiling] = []
-    comp = None
+    comp, compute = None, roofline.compute_ceiling_tokens_per_s
     if phase in ("decode", "mixed"):
-        c = roofline.compute_ceiling_tokens_per_s(
-            m, g, "decode", active_scale=active_scale, context=w.decode_context
-        )
+        c = compute(m, g, "decode", active_scale=active_scale, context=w.decode_context)
         keep, verify = w.tokens_per_step, w.verify_tokens
         tps = c.tokens_per_s * keep / verify
         kept = f"; a step verifies {verify} tokens and keeps {keep:g}: {c.tokens_per_s:,.0f} x "
@@ -461,9 +459,7 @@ def _ceilings(
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
         prefix = w.prefill_prefix
-        c = roofline.compute_ceiling_tokens_per_s(
-            m, g, "prefill", active_scale=active_scale, context=prefix
-        )
+        c = compute(m, g, "prefill", active_scale=active_scale, context=prefix)
         pre = [PerGpuCeiling("compute", c.tokens_per_s, c.formula, "prefill")]
         if w.kv_dtype and prefix:  # the prefix's caches read once per chunk of new tokens
             r = roofline.context_reads(m, prefix, "prefill", w.kv_dtype)

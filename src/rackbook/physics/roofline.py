@@ -170,26 +170,17 @@ def window_bytes_per_sequence(model: ModelSpec) -> int:
 
 def cli_kv_bytes(args: argparse.Namespace) -> int:
     """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``."""
-    model = catalogs.load_model(args.model)
-    context = args.context  # checked where flags enter (rackbook.cli.VERBS)
+    model, n = catalogs.load_model(args.model), args.context  # n checked where flags enter
     b = kv_bytes(model, args.kv_dtype)
     out: dict[str, int] = {"bytes_per_token": b.bytes_per_token}
-    print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}")
-    print(b.formula)
+    print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}\n{b.formula}")
     if model.architecture.sliding_window is not None:
         print("the fixed-size sliding-window cache is not per-token and is not counted")
-    if context is not None:
-        per_seq = kv_bytes_per_sequence(model, context, args.kv_dtype)
-        out["bytes_per_sequence"] = per_seq
-        print(
-            f"per sequence of {context} tokens: {context} x {frac_text(b.bytes_per_token_exact)} B "
-            f"= {per_seq} B ({fmt(per_seq, 'B')})"
-        )
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print("bytes per token:")
-        print(b.bytes_per_token)
+    if n is not None:
+        out["bytes_per_sequence"] = per_seq = kv_bytes_per_sequence(model, n, args.kv_dtype)
+        exact = frac_text(b.bytes_per_token_exact)
+        print(f"per sequence of {n} tokens: {n} x {exact} B = {per_seq} B ({fmt(per_seq, 'B')})")
+    print(json.dumps(out) if args.json else f"bytes per token:\n{b.bytes_per_token}")
     return 0
 
 
