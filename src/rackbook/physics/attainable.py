@@ -322,10 +322,8 @@ def prefill_token(
     bw = gpu.hbm_bandwidth_bytes_per_s
     flops = dense_flops(eff, gpu, split.dense_dtype)
     parts = {"dense GEMMs": 2 * split.dense_params / flops}
-    big = 4096.0
-    parts["experts"] = (
-        split.moe_layers * m.experts_per_token * (expert_seconds(eff, model, gpu, big) / big)
-    )
+    per_token = expert_seconds(eff, model, gpu, 4096.0) / 4096.0  # a large batch's rate
+    parts["experts"] = split.moe_layers * m.experts_per_token * per_token
     if prefix:
         af = roofline.attention_flops(model, prefix, "prefill")
         parts["attention FLOP"] = af.total / flops
