@@ -369,8 +369,7 @@ def expected(
     fit: Fit | None = None,
 ) -> Expected:
     """The expected reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the time)."""
-    m = roofline.served(catalogs.as_model(model), precision).model
-    g = catalogs.as_gpu(gpu)
+    m, g = roofline.served(catalogs.as_model(model), precision).model, catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
     eff = attainable.efficiencies(calibration)
     verify = max(1, int(work.verify_tokens))
