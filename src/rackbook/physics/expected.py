@@ -304,8 +304,7 @@ def prefill_token(
     net = _network(model, gpu, gpus, 1, 1.0, split.moe_layers)
     if net:
         parts["network"] = net
-    layers = roofline.phase_layers(model, "prefill")
-    parts["latency floor"] = fit.layer_s * layers / chunk
+    parts["latency floor"] = fit.layer_s * roofline.phase_layers(model, "prefill") / chunk
     sec = max(kernels, net) + parts["latency floor"]
     return Step(deployment_name(1, gpus), 1, float(chunk), parts, sec, 1 / sec)
 
