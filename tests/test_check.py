@@ -430,7 +430,7 @@ def test_capacity_names_what_does_not_fit():
         (["--concurrency", "0.5"], "--concurrency: must be a number from 1 to 10,000,000"),
         (
             ["--phase", "decode", "--counted", "total", "--isl", "1000", "--osl", "100"],
-            "credits the prefill of its input to GPUs not among the 72",
+            "credits its prefill to GPUs not among the 72",
         ),
         (["--cached-share", "most"], "--cached-share: expected a number from 0 to under 1"),
         (["--batch", "8", "--concurrency", "8"], "not both"),

@@ -193,7 +193,6 @@ def test_evaluate_hand_example_and_out_of_sample() -> None:
     res = eplb.evaluate([[1, 1, 8, 6]], 2, 0)
     assert res["balancedness_static"] == pytest.approx(4 / 7)
     assert res["balancedness_eplb"] == pytest.approx(8 / 9)
-    assert res["throughput_eplb_rel_uniform"] == pytest.approx(8 / 9)
     # gap: (8/9 - 4/7) / (1 - 4/7) = (20/63) / (27/63) = 20/27
     assert res["fraction_recovered_gap"] == pytest.approx(20 / 27)
     assert res["fraction_of_uniform"] == pytest.approx(8 / 9)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,8 +78,7 @@ def _shipped() -> Efficiencies:
 
 
 def _to_json(e: Efficiencies) -> dict[str, Any]:
-    d = {f.name: getattr(e, f.name) for f in fields(e)}
-    return json.loads(json.dumps(d, default=lambda a: a.tolist()))
+    return json.loads(json.dumps(asdict(e), default=lambda a: a.tolist()))
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
@@ -323,10 +322,8 @@ def prefill_token(
     bw = gpu.hbm_bandwidth_bytes_per_s
     flops = dense_flops(eff, gpu, split.dense_dtype)
     parts = {"dense GEMMs": 2 * split.dense_params / flops}
-    big = 4096.0
-    parts["experts"] = (
-        split.moe_layers * m.experts_per_token * (expert_seconds(eff, model, gpu, big) / big)
-    )
+    per_token = expert_seconds(eff, model, gpu, 4096.0) / 4096.0  # a large batch's rate
+    parts["experts"] = split.moe_layers * m.experts_per_token * per_token
     if prefix:
         af = roofline.attention_flops(model, prefix, "prefill")
         parts["attention FLOP"] = af.total / flops
@@ -416,18 +413,6 @@ class Attainable:
         }
 
 
-def calibration_text(eff: Efficiencies, gpu: GpuSpec) -> str:
-    """The calibration in words, labelled when Hopper fractions stand for a Blackwell GPU."""
-    text = eff.label
-    blackwell = "blackwell" in gpu.name.lower()
-    if eff.hopper and blackwell:
-        text += (
-            f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
-            f"{gpu.label} (Blackwell): an assumption, not a Blackwell measurement"
-        )
-    return text
-
-
 def _decode_estimate(
     model: ModelSpec,
     gpu: GpuSpec,
@@ -462,11 +447,7 @@ def _decode_estimate(
     )
     if batch is not None:
         return decode_step(model, gpu, gpus, batch, eff, **kw)
-    sizes, b = [], float(gpus)
-    while b < cap:
-        sizes.append(b)
-        b *= 2
-    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in [*sizes, float(cap)]]
+    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in check.doublings(float(gpus), cap)]
     best = max(steps, key=lambda e: e.tok_s_per_gpu)
     return replace(best, formula=best.formula + f" (the best batch within {cap_text})")
 
@@ -497,6 +478,10 @@ def estimate(
             f"{gpus} GPUs span more than one NVLink domain of {dom}: the network between "
             "domains is not modelled (NVLink assumed throughout)"
         )
+    note = (
+        f"; fractions of the data sheet measured on Hopper ({eff.gpu}) applied to "
+        f"{g.label} (Blackwell): an assumption, not a Blackwell measurement"
+    )
     estimates: dict[str, Estimate] = {}
     shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
@@ -517,7 +502,7 @@ def estimate(
         ratio=ratio if ratio > 0 else 0.0,
         deployment=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')} ({why})",
         deployment_name=f"{DEPLOYMENT_TEXT[dep]} on {plural(gpus, 'GPU')}",
-        calibration=calibration_text(eff, g),
+        calibration=eff.label + (note if eff.hopper and "blackwell" in g.name.lower() else ""),
         claimed_tok_s_per_gpu=claimed,
         counted=work.counted,
         estimates=estimates,
@@ -545,13 +530,12 @@ def cached_share_threshold(
     **kwargs: Any,
 ) -> float | None:
     """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
-    cal = calibration
 
     def ratio(c: float) -> float:
         ck = check.check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs)
         if ck.limit.startswith("memory capacity"):
             return math.inf
-        return for_check(ck, deployment=deployment, calibration=cal).ratio
+        return for_check(ck, deployment=deployment, calibration=calibration).ratio
 
     share, _ = check.least_share(ratio, [i / 20 for i in range(20)] + [1 - 1e-6], 1e-3)
     return share

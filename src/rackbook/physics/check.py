@@ -43,60 +43,6 @@ class Workload:
     new_input_tok_s_per_gpu: float = 0.0
 
 
-def verify_tokens(model: ModelSpec, tokens_per_step: float) -> int:
-    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation;
-    1 to 64, checked where flags enter)."""
-    if tokens_per_step == 1:
-        return 1
-    spec = model.speculative
-    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
-            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
-        )
-    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
-
-
-def longest_sequence(
-    m: ModelSpec,
-    gpus: int,
-    isl: float | None,
-    osl: float | None,
-    context: float | None,
-    batch: float | None,
-    phase: str,
-    counted: str,
-) -> float:
-    """Tokens of the longest sequence; InputError past the model's or the batch's limits."""
-    most = m.architecture.max_context_tokens
-    longest = max((isl or 0) + (osl or 0), context or 0)
-    if most is not None and longest > most:
-        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
-        raise InputError("-", "context", problem)
-    if batch is not None and not (float(batch).is_integer() and batch >= 1):
-        raise InputError(
-            "-", "concurrency", f"must be a whole number of sequences >= 1, got {batch:g}"
-        )
-    if phase == "decode" and counted == "total":
-        raise InputError(
-            "-",
-            "phase",
-            f"a decode-only figure counting input + output tokens per GPU credits the prefill of "
-            f"its input to GPUs not among the {gpus:,}: give --phase mixed (these GPUs prefill "
-            "too) or --counted output",
-        )
-    if batch is not None and batch > MAX_BATCH * gpus:
-        raise InputError(
-            "-",
-            "batch",
-            f"{batch:,.0f} sequences is out of range: at most {MAX_BATCH:,} per GPU "
-            f"({MAX_BATCH * gpus:,} on {plural(gpus, 'GPU')})",
-        )
-    return longest
-
-
 def physics_verdict(ratio: float) -> str:
     """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
@@ -155,21 +101,18 @@ class Check:
             parts = " + ".join(f"{k} {v:.3g}" for k, v in self.fractions.items())
             return (
                 f"{counted} needs {parts} = {ratio_text(self.ratio)} the time of the "
-                f"{self.gpu_label} "
-                "GPUs at their ceilings (the workload's ceiling is "
+                f"{self.gpu_label} GPUs at their ceilings (the workload's ceiling is "
                 f"{self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
             )
-        ph = next(iter(self.fractions), self.phase)
-        bound = self.bounds.get(ph, self.ceiling_tok_s_per_gpu)
+        ph, ceiling = next(iter(self.fractions), self.phase), self.ceiling_tok_s_per_gpu
+        bound = self.bounds.get(ph, ceiling)
         unit = "new input" if ph == "prefill" else "output"
         text = (
             f"{counted} is {ratio_text(self.ratio)} the {ph} {self.limit} ceiling of {bound:,.0f} "
             f"{unit} tok/s per GPU on {self.gpu_label}"
         )
-        if math.isfinite(self.ceiling_tok_s_per_gpu) and not math.isclose(
-            self.ceiling_tok_s_per_gpu, bound, rel_tol=1e-9
-        ):
-            text += f" ({self.ceiling_tok_s_per_gpu:,.0f} {self.counted} tok/s per GPU)"
+        if math.isfinite(ceiling) and not math.isclose(ceiling, bound, rel_tol=1e-9):
+            text += f" ({ceiling:,.0f} {self.counted} tok/s per GPU)"
         if self.batch and ph == "decode":
             text += f" with {plural(self.batch, 'sequence')} decoding together"
         return text
@@ -194,29 +137,12 @@ def memory_ceiling(
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
     """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
-    verify = verify_tokens(model, tokens_per_step)
-    m = model.moe
-    assert m.num_routed_experts and m.experts_per_token
-    split = roofline.weight_split(model, "decode")
-    dense = split.dense_bytes * active_scale
-    per_layer = roofline.fewest_experts(m.num_routed_experts, m.experts_per_token, batch * verify)
-    experts = split.moe_layers * per_layer * roofline.expert_bytes(model) * active_scale
-    kv_seq = roofline.context_reads(model, context, "decode", kv_dtype).total if kv_dtype else 0.0
-    draft = roofline.draft_bytes(model) if verify > 1 else 0.0
-    total = dense + experts + batch * kv_seq + draft
-    step = total / (gpus * gpu.hbm_bandwidth_bytes_per_s)
-    tps = batch * tokens_per_step / gpus / step
-    formula = (
-        f"step >= ({fmt(dense, 'B')} dense once + {split.moe_layers} layers x {per_layer:g} "
-        f"experts (the fewest {plural(whole(batch * verify), 'token')} can touch) x "
-        f"{fmt(roofline.expert_bytes(model), 'B')} = {fmt(experts, 'B')} + "
-        f"{plural(whole(batch), 'sequence')} x {fmt(kv_seq, 'B')} context at {context:,.0f} tokens"
-        + (f" + {fmt(draft, 'B')} drafter" if draft else "")
-        + f" = {fmt(total, 'B')}) / ({plural(gpus, 'GPU')} x "
-        f"{fmt(gpu.hbm_bandwidth_bytes_per_s, 'B/s')}) = {step * 1e6:,.4g} µs; "
-        f"{plural(whole(batch), 'sequence')} x {plural(tokens_per_step, 'token')} per step / "
-        f"{plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
+    kw: dict[str, Any] = dict(context_tokens=context, kv_dtype=kv_dtype, batch=batch)
+    r = roofline.batch1_decode_ceiling_tokens_per_s(
+        model, gpu, gpus, tokens_per_step, active_scale=active_scale, **kw
     )
+    tps = batch * tokens_per_step / gpus / r.step_s
+    formula = f"{r.formula} / {plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     return PerGpuCeiling("memory bandwidth", tps, formula, "decode")
 
 
@@ -353,11 +279,19 @@ def narrowest_kv_dtype(model: ModelSpec) -> str | None:
     return next((d for d in catalogs.PRECISIONS if getattr(table, d) is not None), None)
 
 
+def doublings(start: int | float, cap: int | float) -> list[Any]:
+    """Batch sizes tried: ``start``, twice it, ... while below ``cap``, then ``cap``."""
+    sizes = [start]
+    while sizes[-1] < cap:
+        sizes.append(sizes[-1] * 2)
+    return sizes[:-1] + [cap]
+
+
 def _best_batch(
     m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
 ) -> tuple[int, PerGpuCeiling]:
     best: tuple[int, PerGpuCeiling] | None = None
-    for b in (min(1 << i, most) for i in range((most - 1).bit_length() + 1)):
+    for b in doublings(1, most):
         r = memory_ceiling(m, g, gpus, b, **kw)
         if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
             best = (b, r)
@@ -399,7 +333,21 @@ def check_claim(
         raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
     if (phase, counted) in (("prefill", "output"), ("decode", "input")):
         raise InputError("-", "counted", f"a {phase} figure does not count {counted} tokens")
-    longest = longest_sequence(m, gpus, isl, osl, context, batch, phase, counted)
+    most, n = m.architecture.max_context_tokens, MAX_BATCH * gpus
+    longest = max((isl or 0) + (osl or 0), context or 0)
+    if most is not None and longest > most:
+        problem = f"{longest:,.0f} tokens is out of range: {m.name} holds at most {most:,}"
+        raise InputError("-", "context", problem)
+    if batch is not None and not (float(batch).is_integer() and batch >= 1):
+        problem = f"must be a whole number of sequences >= 1, got {batch:g}"
+        raise InputError("-", "concurrency", problem)
+    if phase == "decode" and counted == "total":
+        problem = "a decode-only figure counting input + output tokens credits its prefill to "
+        problem += f"GPUs not among the {gpus:,}: give --phase mixed or --counted output"
+        raise InputError("-", "phase", problem)
+    if batch is not None and batch > n:
+        problem = f"at most {MAX_BATCH:,} per GPU ({n:,} on {plural(gpus, 'GPU')})"
+        raise InputError("-", "batch", f"{batch:,.0f} sequences is out of range: {problem}")
     kv_dtype, notes = kv_dtype or narrowest_kv_dtype(m), []
     if kv_dtype is None:
         if context or isl:
@@ -424,7 +372,7 @@ def check_claim(
         cached_share=cached_share,
         concurrency=batch,
         tokens_per_step=tokens_per_step,
-        verify_tokens=verify_tokens(m, tokens_per_step),
+        verify_tokens=roofline.verify_count(m, tokens_per_step),
         kv_dtype=kv_dtype,
         weights=sv.text,
         output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
@@ -459,11 +407,9 @@ def _ceilings(
     active_scale: float,
 ) -> dict[str, Any]:
     ceilings: list[PerGpuCeiling] = []
-    comp = None
+    comp, compute = None, roofline.compute_ceiling_tokens_per_s
     if phase in ("decode", "mixed"):
-        c = roofline.compute_ceiling_tokens_per_s(
-            m, g, "decode", active_scale=active_scale, context=w.decode_context
-        )
+        c = compute(m, g, "decode", active_scale=active_scale, context=w.decode_context)
         keep, verify = w.tokens_per_step, w.verify_tokens
         tps = c.tokens_per_s * keep / verify
         kept = f"; a step verifies {verify} tokens and keeps {keep:g}: {c.tokens_per_s:,.0f} x "
@@ -513,9 +459,7 @@ def _ceilings(
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
     if phase in ("prefill", "mixed"):
         prefix = w.prefill_prefix
-        c = roofline.compute_ceiling_tokens_per_s(
-            m, g, "prefill", active_scale=active_scale, context=prefix
-        )
+        c = compute(m, g, "prefill", active_scale=active_scale, context=prefix)
         pre = [PerGpuCeiling("compute", c.tokens_per_s, c.formula, "prefill")]
         if w.kv_dtype and prefix:  # the prefix's caches read once per chunk of new tokens
             r = roofline.context_reads(m, prefix, "prefill", w.kv_dtype)

@@ -90,21 +90,6 @@ def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
     return cnt
 
 
-def logical_to_physical(phy2log: Any, num_logical: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(log2phy, logcnt)`` from ``phy2log`` as vLLM's ``compute_logical_maps`` builds them."""
-    p2l = np.atleast_2d(np.asarray(phy2log, dtype=np.int64))
-    logcnt = replica_counts(p2l, num_logical)
-    width = max(int(logcnt.max()), 1)
-    log2phy = np.full((p2l.shape[0], num_logical, width), -1, dtype=np.int64)
-    running = np.zeros_like(logcnt)
-    layers = np.arange(p2l.shape[0])
-    for phys in range(p2l.shape[1]):
-        log = p2l[:, phys]
-        log2phy[layers, log, running[layers, log]] = phys
-        running[layers, log] += 1
-    return log2phy, logcnt
-
-
 def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
     """Tokens per EP rank, ``(layers, ep_size)``, for a placement."""
     loads = as_loads(logical_loads)
@@ -233,7 +218,13 @@ def rebalance_experts(
     if eplb_branch(num_groups, num_nodes) == "global":
         num_groups = num_nodes = 1
     phy2log = rebalance_experts_hierarchical(w, num_replicas, num_groups, num_nodes, num_ranks)
-    log2phy, logcnt = logical_to_physical(phy2log, w.shape[1])
+    logcnt = replica_counts(phy2log, w.shape[1])  # and log2phy, as vLLM's compute_logical_maps
+    log2phy = np.full((*logcnt.shape, max(int(logcnt.max()), 1)), -1, dtype=np.int64)
+    running, layers = np.zeros_like(logcnt), np.arange(phy2log.shape[0])
+    for phys in range(phy2log.shape[1]):
+        log = phy2log[:, phys]
+        log2phy[layers, log, running[layers, log]] = phys
+        running[layers, log] += 1
     return phy2log, log2phy, logcnt
 
 
@@ -375,18 +366,15 @@ def evaluate(
     r_static = rank_loads_from_placement(measure, static, ep_size)
     r_eplb = rank_loads_from_placement(measure, phy2log, ep_size)
 
-    t_static, t_eplb, t_uniform = balancedness(r_static), balancedness(r_eplb), 1.0
-    gap = fraction_recovered_gap(t_static, t_eplb, t_uniform)
+    t_static, t_eplb = balancedness(r_static), balancedness(r_eplb)  # = throughput / uniform's
+    gap = fraction_recovered_gap(t_static, t_eplb)
     return {
         "balancedness_static": t_static,
         "balancedness_eplb": t_eplb,
         "balancedness_static_legacy": balancedness_legacy(r_static),
         "balancedness_eplb_legacy": balancedness_legacy(r_eplb),
-        "throughput_static_rel_uniform": t_static,
-        "throughput_eplb_rel_uniform": t_eplb,
-        "throughput_uniform_rel_uniform": t_uniform,
         "fraction_recovered_gap": None if math.isnan(gap) else gap,
-        "fraction_of_uniform": fraction_of_uniform(t_eplb, t_uniform),
+        "fraction_of_uniform": fraction_of_uniform(t_eplb),
         "num_layers": int(num_layers),
         "num_logical_experts": int(num_logical),
         "num_physical_experts": int(num_physical),

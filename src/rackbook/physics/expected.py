@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from rackbook import paths
 from rackbook.core.units import percent, plural, ratio_text, whole
@@ -110,35 +110,34 @@ def _bucket(x: float) -> int:
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
-#: Memos keyed by the ids of their objects (kept, so an id is not reused): key -> (objects, value).
-_EXPERT_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
-_CONTEXT_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def _memo(memo: dict[Any, Any], objs: tuple[Any, ...], args: tuple[Any, ...], fn: Any) -> Any:
-    key = (*map(id, objs), *args)
-    hit = memo.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], objs, strict=True)):
-        return hit[1]
-    if len(memo) > 65536:
-        memo.clear()
-    out = fn(*objs, *args)
-    memo[key] = (objs, out)
-    return out
+def _by_identity(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` memoised on its positional arguments: scalars by value, objects by identity (kept
+    alive, so an id is not reused while it keys an entry)."""
+    memo: dict[tuple[Any, ...], tuple[tuple[Any, ...], R]] = {}
+
+    @functools.wraps(fn)
+    def cached(*args: P.args, **kw: P.kwargs) -> R:
+        key = tuple(a if isinstance(a, (int, float, str, type(None))) else id(a) for a in args)
+        if key not in memo:
+            if len(memo) > 65536:
+                memo.clear()
+            memo[key] = (args, fn(*args, **kw))
+        return memo[key][1]
+
+    return cached
 
 
+@_by_identity
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
     """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
     if tokens <= 0:
         return 0.0
-    return float(_memo(_EXPERT_MEMO, (eff, model, gpu), (float(tokens),), _expert_time))
-
-
-def _expert_time(
-    eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
-) -> float:
     sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
     return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
@@ -193,14 +192,8 @@ def deployment_name(tp: int, gpus: int) -> str:
     return "tp-ep" if tp == gpus else f"hybrid tp{tp}"
 
 
+@_by_identity
 def _context(
-    model: ModelSpec, context: float, phase: str, kv_dtype: str | None
-) -> tuple[float, float, float, float]:
-    args = (float(context), phase, kv_dtype)
-    return _memo(_CONTEXT_MEMO, (model,), args, _context_reads)  # type: ignore[no-any-return]
-
-
-def _context_reads(
     model: ModelSpec, context: float, phase: str, kv_dtype: str | None
 ) -> tuple[float, float, float, float]:
     rel = model.kv_cache.relative_to
@@ -239,7 +232,7 @@ def decode_step(
     toks = seqs * verify
     dense_flops = 2 * split.dense_params / tp * toks / _flops(eff, gpu, split.dense_dtype)
     parts = {"dense": max(split.dense_bytes / tp / stream, dense_flops)}
-    s_bytes, c_bytes, s_flops, a_flops = _context(model, context, "decode", kv_dtype)
+    s_bytes, c_bytes, s_flops, a_flops = _context(model, float(context), "decode", kv_dtype)
     if a_flops:
         parts["attention"] = toks * a_flops / tp / _flops(eff, gpu, "bf16")
     if c_bytes:
@@ -299,7 +292,7 @@ def prefill_token(
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     parts = {"dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)}
-    s_bytes, c_bytes, s_flops, a_flops = _context(model, prefix, "prefill", kv_dtype)
+    s_bytes, c_bytes, s_flops, a_flops = _context(model, float(prefix), "prefill", kv_dtype)
     if a_flops:
         parts["attention"] = a_flops / _flops(eff, gpu, "bf16")
     if s_bytes or s_flops:
@@ -311,8 +304,7 @@ def prefill_token(
     net = _network(model, gpu, gpus, 1, 1.0, split.moe_layers)
     if net:
         parts["network"] = net
-    layers = roofline.phase_layers(model, "prefill")
-    parts["latency floor"] = fit.layer_s * layers / chunk
+    parts["latency floor"] = fit.layer_s * roofline.phase_layers(model, "prefill") / chunk
     sec = max(kernels, net) + parts["latency floor"]
     return Step(deployment_name(1, gpus), 1, float(chunk), parts, sec, 1 / sec)
 
@@ -376,8 +368,7 @@ def expected(
     fit: Fit | None = None,
 ) -> Expected:
     """The expected reading of ``claimed`` tok/s per GPU doing ``work`` (phases share the time)."""
-    m = roofline.served(catalogs.as_model(model), precision).model
-    g = catalogs.as_gpu(gpu)
+    m, g = roofline.served(catalogs.as_model(model), precision).model, catalogs.as_gpu(gpu)
     fit = fit if fit is not None else load_fit()
     eff = attainable.efficiencies(calibration)
     verify = max(1, int(work.verify_tokens))
@@ -386,14 +377,9 @@ def expected(
     context, prefix, kv_dtype = work.decode_context, work.prefill_prefix, work.kv_dtype
     notes, rel = [], m.kv_cache.relative_to
     if m.kv_cache.compression_ratios is None and (context or prefix):
-        notes.append(
-            f"{m.name}'s KV layout is not in the catalog: context costs "
-            + (
-                f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s (approximate)"
-                if rel
-                else "not counted"
-            )
-        )
+        how = f"taken as {rel.factor:g}x {catalogs.as_model(rel.model).name}'s" if rel else ""
+        how = f"{how} (approximate)" if rel else "not counted"
+        notes.append(f"{m.name}'s KV layout is not in the catalog: context costs {how}")
     dom = attainable.nvlink_domain(g.id) or gpus  # TP widths: powers of two in one NVLink domain
     widths = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(gpus, dom) and gpus % t == 0]
     widths += [gpus] if gpus <= dom and gpus not in widths else []
@@ -429,21 +415,12 @@ def expected(
                 f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
                 "at this rate (the limit is not otherwise modelled)"
             )
-    ratio = sum(shares.values())
+    ratio = sum(shares.values(), 0.0)
     exp = claimed / ratio if ratio > 0 else math.inf
+    lo, hi = exp * math.exp(fit.log_low), exp * math.exp(fit.log_high)
     dep = best.deployment if best is not None else deployment_name(1, gpus)
-    return Expected(
-        exp,
-        exp * math.exp(fit.log_low),
-        exp * math.exp(fit.log_high),
-        ratio if ratio > 0 else 0.0,
-        f"{dep} on {plural(gpus, 'GPU')}",
-        terms,
-        None if best is None else best.batch,
-        batch_text,
-        tuple(notes),
-        fit.source,
-    )
+    where, batch = f"{dep} on {plural(gpus, 'GPU')}", None if best is None else best.batch
+    return Expected(exp, lo, hi, ratio, where, terms, batch, batch_text, tuple(notes), fit.source)
 
 
 def _best_decode(
@@ -470,14 +447,7 @@ def _best_decode(
         cap = capacity(m, g, gpus, tp, work.decode_context, work.kv_dtype)
         if cap < 1:
             continue
-        if asked is not None:
-            sizes = [min(float(asked), cap)]
-        else:
-            sizes, b = [], 1.0
-            while b < cap:
-                sizes.append(b)
-                b *= 2
-            sizes.append(cap)
+        sizes = [min(float(asked), cap)] if asked is not None else check.doublings(1.0, cap)
 
         def step(b: float, tp: int = tp) -> Step:
             return decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)

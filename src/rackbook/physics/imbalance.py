@@ -120,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = build()
     if args.write:
         out = paths.DATA / TABLE_FILE
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fsio.atomic_write_text(out, dump(doc))
+        fsio.atomic_write_text(out, dump(doc))  # makes the folder
         print(f"wrote {out}")
     else:
         print(json.dumps(doc)[:200])

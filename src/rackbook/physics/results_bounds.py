@@ -103,8 +103,7 @@ def removable_share(
 ) -> tuple[float, str]:
     """Share of a new prefill token's time decoder replay layers remove: 1 - t_encoder / t_all."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
-    after = prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype)
-    t_after = 1 / after.tokens_per_s
+    t_after = 1 / prefix_read_model(m, g, prefix_tokens, kv_dtype=kv_dtype).tokens_per_s
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "decode", context=prefix_tokens)
     r = roofline.context_reads(m, prefix_tokens, "decode", kv_dtype)
     read_all = roofline.bandwidth_floor_step_s(r.total - r.window, g).seconds

@@ -83,9 +83,7 @@ def kv_rows_per_token(model: ModelSpec) -> Fraction:
     ratios = model.kv_cache.compression_ratios
     if ratios is None:
         rel = model.kv_cache.relative_to
-        hint = (
-            f" (the catalog only says about {rel.factor:g}x {rel.model})" if rel is not None else ""
-        )
+        hint = f" (the catalog only says about {rel.factor:g}x {rel.model})" if rel else ""
         raise InputError(model.file, "kv_cache.compression_ratios", f"KV layout unknown{hint}")
     return sum((Fraction(1, r) for r in ratios), Fraction(0))
 
@@ -117,21 +115,15 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     idx_row = fmts.indexer.bytes_for(idx_vals)
     ratios = model.kv_cache.compression_ratios or []
     layers = model.kv_cache.owning_layers or []
-    att, by_layer = model.attention, dict(zip(layers, ratios, strict=True))
-    idx = att.index_sources if att is not None else []  # rows carrying an index key
-    idx_rows = (
-        rows
-        if att is None
-        else sum((Fraction(1, by_layer[s]) for s in idx if s in by_layer), Fraction(0))
-    )
+    by_layer = dict(zip(layers, ratios, strict=True))
+    att = model.attention  # the layers whose rows carry an index key (all without a list)
+    idx = by_layer if att is None else [s for s in att.index_sources if s in by_layer]
+    idx_rows = sum((Fraction(1, by_layer[s]) for s in idx), Fraction(0))
     total = rows * kv_row + idx_rows * idx_row
 
     def _row(name: str, values: int, f: catalogs.RowFormat, b: Fraction) -> str:
-        scales = (
-            f" + {math.ceil(values / f.scale_group)} x {f.scale_bytes} scale B"
-            if f.scale_group
-            else ""
-        )
+        n = math.ceil(values / f.scale_group) if f.scale_group else 0
+        scales = f" + {n} x {f.scale_bytes} scale B" if n else ""
         return f"{name} {values} x {f.bits} bit / 8{scales} = {frac_text(b)} B"
 
     if len(ratios) <= 8:
@@ -178,26 +170,17 @@ def window_bytes_per_sequence(model: ModelSpec) -> int:
 
 def cli_kv_bytes(args: argparse.Namespace) -> int:
     """``rackbook kv-bytes MODEL [--kv-dtype D] [--json] [--context N]``."""
-    model = catalogs.load_model(args.model)
-    context = args.context  # checked where flags enter (rackbook.cli.VERBS)
+    model, n = catalogs.load_model(args.model), args.context  # n checked where flags enter
     b = kv_bytes(model, args.kv_dtype)
     out: dict[str, int] = {"bytes_per_token": b.bytes_per_token}
-    print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}")
-    print(b.formula)
+    print(f"{model.name} ({model.file}): global KV cache per token, {args.kv_dtype}\n{b.formula}")
     if model.architecture.sliding_window is not None:
         print("the fixed-size sliding-window cache is not per-token and is not counted")
-    if context is not None:
-        per_seq = kv_bytes_per_sequence(model, context, args.kv_dtype)
-        out["bytes_per_sequence"] = per_seq
-        print(
-            f"per sequence of {context} tokens: {context} x {frac_text(b.bytes_per_token_exact)} B "
-            f"= {per_seq} B ({fmt(per_seq, 'B')})"
-        )
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print("bytes per token:")
-        print(b.bytes_per_token)
+    if n is not None:
+        out["bytes_per_sequence"] = per_seq = kv_bytes_per_sequence(model, n, args.kv_dtype)
+        exact = frac_text(b.bytes_per_token_exact)
+        print(f"per sequence of {n} tokens: {n} x {exact} B = {per_seq} B ({fmt(per_seq, 'B')})")
+    print(json.dumps(out) if args.json else f"bytes per token:\n{b.bytes_per_token}")
     return 0
 
 
@@ -571,8 +554,7 @@ def compute_ceiling_tokens_per_s(
     """Tokens/s ceiling of ``n_gpus`` GPUs' FLOP/s, each part at its precision."""
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
-    notes = []
-    parts, seconds = [], 0.0
+    notes, parts, seconds = [], [], 0.0
     for label, params, dtype in (
         ("routed", split.routed_params, split.routed_dtype),
         ("dense", split.dense_params, split.dense_dtype),
@@ -610,11 +592,6 @@ def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
 
 
-def fewest_experts(num_experts: int, top_k: int, tokens: float) -> float:
-    """The fewest distinct experts ``tokens`` tokens can touch in a layer: top-k (0 without)."""
-    return float(min(top_k, num_experts)) if tokens > 0 else 0.0
-
-
 @dataclass(frozen=True)
 class Batch1Decode:
     """Bandwidth ceiling of single-sequence decode: tokens accepted per step / least step time."""
@@ -629,44 +606,62 @@ class Batch1Decode:
     formula: str
 
 
+def verify_count(model: ModelSpec, tokens_per_step: float) -> int:
+    """Tokens a verify step carries for ``tokens_per_step`` kept tokens (1 without speculation)."""
+    if tokens_per_step == 1:
+        return 1
+    spec = model.speculative
+    if spec is not None and tokens_per_step > spec.draft_tokens + 1:
+        raise InputError(
+            "-",
+            "tokens_per_step",
+            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
+        )
+    return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
+
+
 def batch1_decode_ceiling_tokens_per_s(
     model: ModelSpec | str,
     hw: GpuSpec | str,
     n_gpus: int = 1,
     acceptance_length: float = 1.0,
     *,
-    context_tokens: int = 0,
-    kv_dtype: str = "fp4",
+    context_tokens: float = 0,
+    kv_dtype: str | None = "fp4",
     verify_tokens: int | None = None,
     routing: str = "fewest",
+    batch: float = 1.0,
+    active_scale: float = 1.0,
 ) -> Batch1Decode:
-    """Batch-1 decode tokens/s over ``n_gpus`` GPUs' HBM bandwidth (no communication counted)."""
+    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (bytes a step
+    reads; no communication counted); ``active_scale`` scales the active weights."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    spec = m.speculative
-    if verify_tokens is None:  # 1 without speculation, else the drafter's tokens + 1
-        drafted = spec.draft_tokens + 1 if spec is not None else math.ceil(acceptance_length)
-        verify_tokens = 1 if acceptance_length == 1 else drafted
-    if verify_tokens < acceptance_length:
+    verify = verify_tokens or verify_count(m, acceptance_length)
+    if verify < acceptance_length:
         raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token
-    touched = fewest_experts if routing == "fewest" else distinct_experts
-    per_layer = touched(mo.num_routed_experts, mo.experts_per_token, verify_tokens)
-    weights = split.dense_bytes + split.moe_layers * per_layer * expert_bytes(m)
-    kv = context_reads(m, context_tokens, "decode", kv_dtype).total if context_tokens else 0.0
-    draft = draft_bytes(m) if verify_tokens > 1 else 0.0
-    step = bandwidth_floor_step_s(weights + kv + draft, hw, n_gpus)
-    tps = acceptance_length / step.seconds
+    e, k, tokens = mo.num_routed_experts, mo.experts_per_token, batch * verify
+    # the fewest experts the tokens can touch (top-k), or the expected number under uniform routing
+    per_layer = float(min(k, e)) if routing == "fewest" else distinct_experts(e, k, tokens)
+    dense = split.dense_bytes * active_scale
+    weights = dense + split.moe_layers * per_layer * expert_bytes(m) * active_scale
+    reads = kv_dtype and context_tokens and context_reads(m, context_tokens, "decode", kv_dtype)
+    kv = reads.total if reads else 0.0
+    draft = draft_bytes(m) if verify > 1 else 0.0
+    step = bandwidth_floor_step_s(weights + batch * kv + draft, hw, n_gpus)
+    tps = batch * acceptance_length / step.seconds
     formula = (
-        f"step >= ({fmt(weights, 'B')} weights for {plural(verify_tokens, 'token')} "
-        f"({routing} routing) + "
-        f"{fmt(kv, 'B')} KV + {fmt(draft, 'B')} drafter) / ({n_gpus} x "
-        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e3:.4g} ms; "
-        f"{acceptance_length:g} tokens/step / {step.seconds * 1e3:.4g} ms = {tps:,.0f} tokens/s"
+        f"step >= ({fmt(dense, 'B')} dense + {split.moe_layers} layers x {per_layer:.4g} experts "
+        f"({routing} routing of {plural(round(batch * verify), 'token')}) x "
+        f"{fmt(expert_bytes(m) * active_scale, 'B')} + {plural(round(batch), 'sequence')} x "
+        f"{fmt(kv, 'B')} context at {context_tokens:,.0f} tokens + {fmt(draft, 'B')} drafter = "
+        f"{fmt(step.bytes, 'B')}) / ({plural(n_gpus, 'GPU')} x "
+        f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e6:,.4g} µs; "
+        f"{round(batch):,} x {acceptance_length:g} tokens per step = {tps:,.0f} tokens/s"
     )
-    return Batch1Decode(
-        tps, step.seconds, weights, kv, draft, acceptance_length, verify_tokens, formula
-    )
+    return Batch1Decode(tps, step.seconds, weights, kv, draft, acceptance_length, verify, formula)
