@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
@@ -12,12 +12,29 @@ from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
 
+P = TypeVar("P", bound=headline.Params)
 
-def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
-    """The trace without flagged requests, its hardware label and the claims registry
-    (``registry``, else data/claims.yaml): every analysis's preamble."""
-    trace = validity.valid_trace(trace)[0]
-    return trace, hardware_label(trace.run), registry or load_claims()
+
+class Chapter(Generic[P]):
+    """A chapter's analysis of ``trace`` at ``params`` (None: the notebook cell's defaults) against
+    ``registry`` (None: data/claims.yaml): the trace without flagged requests (as given where not
+    ``SCREENED``) and its hardware label, then :meth:`analyse` does the rest."""
+
+    PARAMS: type[P]
+    SCREENED = True
+    readings: list[headline.ClaimReading]
+
+    def __init__(
+        self, trace: Trace, params: P | None = None, registry: Registry | None = None, **kw: Any
+    ) -> None:
+        self.params = p = self.PARAMS() if params is None else params
+        self.trace = validity.valid_trace(trace)[0] if self.SCREENED else trace
+        self.hardware = hardware_label(trace.run)
+        self.analyse(p, registry or load_claims(), **kw)
+
+    def analyse(self, p: P, reg: Registry) -> None:
+        """Everything the chapter derives from :attr:`trace` and ``p``, ending in ``readings``."""
+        raise NotImplementedError
 
 
 def reading(

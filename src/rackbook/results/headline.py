@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from rackbook import limits
 from rackbook.core import jsonstream
@@ -220,14 +220,6 @@ class Params:
     def from_mapping(cls, names: Mapping[str, Any]) -> Any:
         fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in names.items() if k in fields})
-
-
-P = TypeVar("P", bound=Params)
-
-
-def defaults(params: type[P]) -> P:
-    """``params`` at its notebook cell's defaults (frozen: safe as a default argument)."""
-    return params()
 
 
 def _fmt_value(v: float | int | str | None) -> str:

@@ -251,17 +251,12 @@ class Params(headline.Params, result="prefill-gain"):
     seed: int = 0
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Per-request table, gain, prefix-read roofline (new tok/s) and readings."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        self.params = p = params
-        self.trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         rng = reg.range(CLAIM_ID)

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import units
-from rackbook.core.traces import Trace
 from rackbook.core.units import number, percent, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -450,24 +449,19 @@ class Params(headline.Params, result="rack-scaling"):
     workload_osl: int = ASSUMED_OSL
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Token accounting, scaling, ceilings, physics, cost and readings of a trace."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        self.params = p = params
-        trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         self.registry = reg
         claims = (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM)
         self.claim_tok_s, self.claim_speedup, self.claim_usd = (reg.value(c) for c in claims)
         self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
         self.rental = catalogs.price(p.price_id)
         self.model = model = catalogs.load_model(p.model_id)
-        self.trace = tr = measure.with_gpu_counts(trace, p.gpus_per_replica)
+        self.trace = tr = measure.with_gpu_counts(self.trace, p.gpus_per_replica)
         self.accounting = acc = measure.token_accounting(tr)
         # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
