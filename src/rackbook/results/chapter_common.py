@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
@@ -90,11 +91,12 @@ def outcome(
     a: Any,
     headlines: list[headline.Headline],
     flips: list[str],
-    names: str,
+    names: str | None = None,
     trace_ids: list[str] | None = None,
     **resolved: Any,
 ) -> headline.Outcome:
-    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports."""
+    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports (None: all)."""
+    names = names or " ".join(f.name for f in dataclasses.fields(a.params))
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -335,8 +335,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"{CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
-    names = "engine_a engine_b batch_sizes band_pct model_id gpu_id decode_ranks"
-    return common.outcome(RESULT, a, headlines, flips, names, tid, band_pct=a.band_pct)
+    return common.outcome(RESULT, a, headlines, flips, trace_ids=tid, band_pct=a.band_pct)
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).

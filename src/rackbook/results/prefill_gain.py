@@ -368,11 +368,7 @@ analyse = Analysis
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the claim's three readings and what would flip them."""
-    names = (
-        "config_a config_b stat n_boot level seed assume_prefix_tokens model_id gpu_id kv_dtype "
-        "prefill_gpus rel_tol baseline_tok_s"
-    )
-    return common.outcome(RESULT, a, _headlines(a), _flips(a), names)
+    return common.outcome(RESULT, a, _headlines(a), _flips(a))
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:

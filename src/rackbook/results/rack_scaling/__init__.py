@@ -806,11 +806,7 @@ def flips(a: Analysis) -> list[str]:
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
-    names = (
-        "reference_config metric gpus_per_replica model_id gpu_id system_id node_systems "
-        "price_id cached_share rel_tol workload_isl workload_osl"
-    )
-    return common.outcome(RESULT, a, _measured(a) + _modelled(a), flips(a), names)
+    return common.outcome(RESULT, a, _measured(a) + _modelled(a), flips(a))
 
 
 def _usd(v: float) -> str:
