@@ -83,7 +83,9 @@ def glue(a: Any, table: str) -> dict[str, Any]:
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:
-    return dict(kind=kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    """A headline's kind, its traces and (measured only) the hardware it was measured on."""
+    hardware = a.hardware if kind == "measured" else None
+    return dict(kind=kind, hardware=hardware, trace_ids=[a.trace.trace_id])
 
 
 def outcome(

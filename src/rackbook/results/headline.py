@@ -192,10 +192,10 @@ class Outcome:
         for h in self.headlines:
             unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
             kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-            claim = f"the claim {_cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
+            claim = f"the claim {cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
             rows.append(
-                f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
-                f"*{h.verdict}*): {_cell(h.reason)}"
+                f"- `{h.name}` = **{cell(_fmt_value(h.value) + unit)}** ({cell(kind)}; {claim}: "
+                f"*{h.verdict}*): {cell(h.reason)}"
             )
         return "\n".join(rows) + "\n"
 
@@ -239,7 +239,7 @@ def _figure(claim_id: str) -> str:
         return claim_id
 
 
-def _cell(text: object) -> str:
+def cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("$", "\\$")
 
 

@@ -269,10 +269,9 @@ class Analysis(common.Chapter[Params]):
         kw: dict[str, Any] = dict(stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed)
         self.gain = None if lacking else gain(table, p.config_a, p.config_b, **kw)
         self.range_verdict = verdict_range(self.gain, low, high) if self.gain else None
-        self.missing = f"no usable request of configuration {' or '.join(lacking)}: record both "
-        self.missing = (
-            self.missing + "configurations behind the same cached prefix" if lacking else ""
-        )
+        need = "record both configurations behind the same cached prefix"
+        self.missing = f"no usable request of configuration {' or '.join(lacking)}: {need}"
+        self.missing = self.missing if lacking else ""
         self.trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
         self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
         model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once

@@ -455,8 +455,6 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")
     measured = common.where(a, a.kind)
-    if a.kind == "synthetic":
-        measured.pop("hardware")
     num, gpu = verdicts.number, p.gpu_id.upper()
     tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
     kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "

@@ -271,7 +271,7 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
     s, kind = a.summary, a.kind
-    where = common.where(a, kind) | dict(hardware=a.hardware if kind == "measured" else None)
+    where = common.where(a, kind)
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
     fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"

@@ -422,10 +422,7 @@ DECODE_PARITY_CLAIM = "decode-parity.gap"
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     """A Markdown table whose cells show ``|`` and ``$`` literally (``$`` opens MyST math)."""
-
-    def cell(x: object) -> str:
-        return str(x).replace("|", "\\|").replace("$", "\\$")
-
+    cell = headline.cell
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
