@@ -221,14 +221,13 @@ def holding(result: str, topo: Any) -> Hold:
 def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
     from rackbook.inputs.published import load_figures
-    from rackbook.results.headline import defaults
     from rackbook.results.rack_scaling import Params
 
     ref = topo.reference_worker()
     if ref is None:
         return {}
     hit = load_figures().get(HIT_RATE_FIGURE)
-    p = defaults(Params)
+    p = Params
     per_rank = recipes.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {

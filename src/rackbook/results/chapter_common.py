@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
@@ -12,12 +13,29 @@ from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
 
+P = TypeVar("P", bound=headline.Params)
 
-def start(trace: Trace, registry: Registry | None) -> tuple[Trace, str, Registry]:
-    """The trace without flagged requests, its hardware label and the claims registry
-    (``registry``, else data/claims.yaml): every analysis's preamble."""
-    trace = validity.valid_trace(trace)[0]
-    return trace, hardware_label(trace.run), registry or load_claims()
+
+class Chapter(Generic[P]):
+    """A chapter's analysis of ``trace`` at ``params`` (None: the notebook cell's defaults) against
+    ``registry`` (None: data/claims.yaml): the trace without flagged requests (as given where not
+    ``SCREENED``) and its hardware label, then :meth:`analyse` does the rest."""
+
+    PARAMS: type[P]
+    SCREENED = True
+    readings: list[headline.ClaimReading]
+
+    def __init__(
+        self, trace: Trace, params: P | None = None, registry: Registry | None = None, **kw: Any
+    ) -> None:
+        self.params = p = self.PARAMS() if params is None else params
+        self.trace = validity.valid_trace(trace)[0] if self.SCREENED else trace
+        self.hardware = hardware_label(trace.run)
+        self.analyse(p, registry or load_claims(), **kw)
+
+    def analyse(self, p: P, reg: Registry) -> None:
+        """Everything the chapter derives from :attr:`trace` and ``p``, ending in ``readings``."""
+        raise NotImplementedError
 
 
 def reading(
@@ -65,7 +83,9 @@ def glue(a: Any, table: str) -> dict[str, Any]:
 
 
 def where(a: Any, kind: str = "measured") -> dict[str, Any]:
-    return dict(kind=kind, hardware=a.hardware, trace_ids=[a.trace.trace_id])
+    """A headline's kind, its traces and (measured only) the hardware it was measured on."""
+    hardware = a.hardware if kind == "measured" else None
+    return dict(kind=kind, hardware=hardware, trace_ids=[a.trace.trace_id])
 
 
 def outcome(
@@ -73,11 +93,12 @@ def outcome(
     a: Any,
     headlines: list[headline.Headline],
     flips: list[str],
-    names: str,
+    names: str | None = None,
     trace_ids: list[str] | None = None,
     **resolved: Any,
 ) -> headline.Outcome:
-    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports."""
+    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports (None: all)."""
+    names = names or " ".join(f.name for f in dataclasses.fields(a.params))
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)

@@ -177,18 +177,12 @@ class Params(headline.Params, result="decode-parity"):
     gpu_id: str
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Throughput, parity, ceilings and readings; engine B's points from ``trace_b`` if given."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-        trace_b: Trace | None = None,
-    ) -> None:
-        self.params = p = params
-        self.trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry, trace_b: Trace | None = None) -> None:
         trace = self.trace
         self.claim = reg.get(CLAIM_ID)
         self.band_pct = band = p.band_pct if p.band_pct is not None else reg.value(CLAIM_ID)
@@ -341,8 +335,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"{CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
-    names = "engine_a engine_b batch_sizes band_pct model_id gpu_id decode_ranks"
-    return common.outcome(RESULT, a, headlines, flips, names, tid, band_pct=a.band_pct)
+    return common.outcome(RESULT, a, headlines, flips, trace_ids=tid, band_pct=a.band_pct)
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).

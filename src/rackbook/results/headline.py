@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from rackbook import limits
 from rackbook.core import jsonstream
@@ -192,10 +192,10 @@ class Outcome:
         for h in self.headlines:
             unit = "" if h.unit in ("1", "") or h.value is None else f" {h.unit}"
             kind = h.kind + (f" on {h.hardware}" if h.hardware else "")
-            claim = f"the claim {_cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
+            claim = f"the claim {cell(_figure(h.claim_id))}" if h.claim_id else "no claim"
             rows.append(
-                f"- `{h.name}` = **{_cell(_fmt_value(h.value) + unit)}** ({_cell(kind)}; {claim}: "
-                f"*{h.verdict}*): {_cell(h.reason)}"
+                f"- `{h.name}` = **{cell(_fmt_value(h.value) + unit)}** ({cell(kind)}; {claim}: "
+                f"*{h.verdict}*): {cell(h.reason)}"
             )
         return "\n".join(rows) + "\n"
 
@@ -222,14 +222,6 @@ class Params:
         return cls(**{k: v for k, v in names.items() if k in fields})
 
 
-P = TypeVar("P", bound=Params)
-
-
-def defaults(params: type[P]) -> P:
-    """``params`` at its notebook cell's defaults (frozen: safe as a default argument)."""
-    return params()
-
-
 def _fmt_value(v: float | int | str | None) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"  # never 3.327e+05
@@ -247,7 +239,7 @@ def _figure(claim_id: str) -> str:
         return claim_id
 
 
-def _cell(text: object) -> str:
+def cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("$", "\\$")
 
 

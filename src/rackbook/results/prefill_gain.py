@@ -251,17 +251,12 @@ class Params(headline.Params, result="prefill-gain"):
     seed: int = 0
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Per-request table, gain, prefix-read roofline (new tok/s) and readings."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        self.params = p = params
-        self.trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         rng = reg.range(CLAIM_ID)
@@ -274,10 +269,9 @@ class Analysis:
         kw: dict[str, Any] = dict(stat=p.stat, n_boot=p.n_boot, level=p.level, seed=p.seed)
         self.gain = None if lacking else gain(table, p.config_a, p.config_b, **kw)
         self.range_verdict = verdict_range(self.gain, low, high) if self.gain else None
-        self.missing = f"no usable request of configuration {' or '.join(lacking)}: record both "
-        self.missing = (
-            self.missing + "configurations behind the same cached prefix" if lacking else ""
-        )
+        need = "record both configurations behind the same cached prefix"
+        self.missing = f"no usable request of configuration {' or '.join(lacking)}: {need}"
+        self.missing = self.missing if lacking else ""
         self.trace_prefix = int(round(table["cached_tokens"].mean())) if len(table) else 0
         self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
         model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
@@ -373,11 +367,7 @@ analyse = Analysis
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the claim's three readings and what would flip them."""
-    names = (
-        "config_a config_b stat n_boot level seed assume_prefix_tokens model_id gpu_id kv_dtype "
-        "prefill_gpus rel_tol baseline_tok_s"
-    )
-    return common.outcome(RESULT, a, _headlines(a), _flips(a), names)
+    return common.outcome(RESULT, a, _headlines(a), _flips(a))
 
 
 def _headlines(a: Analysis) -> list[headline.Headline]:

@@ -282,20 +282,20 @@ class Params(headline.Params, result="single-user"):
     rel_tol: float
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """A one-stream trace's statistics, the floor, readings and per-GPU figures."""
 
+    PARAMS = Params
+
     def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
+        self, trace: Trace, params: Params | None = None, registry: Registry | None = None
     ) -> None:
-        problem = stream_problem(trace.requests, params.point_id)  # before flagged rows go
+        problem = stream_problem(trace.requests, (params or Params.from_mapping({})).point_id)
         if problem:
             raise InputError(trace.path or "<trace>", "requests", problem)
-        self.params = p = params
-        self.trace, self.hardware, reg = common.start(trace, registry)
+        super().__init__(trace, params, registry)
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         self.claim_tok_s = claim_tok_s = reg.value(CLAIM_ID)

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import units
-from rackbook.core.traces import Trace
 from rackbook.core.units import ratio_text
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
@@ -270,17 +269,12 @@ class Params(headline.Params, result="context-latency"):
     kv_rel_tol: float
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """KV bytes, memory, latency against context, growth, implied latency and readings."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        self.params = p = params
-        self.trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         trace = self.trace
         span = claimed_span(reg)
         self.lo = lo = int(p.lo) if p.lo is not None else span[0]
@@ -461,8 +455,6 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
     run = headline.by_claim(a.readings, "this run")
     phys = headline.by_claim(a.readings, "physics")
     measured = common.where(a, a.kind)
-    if a.kind == "synthetic":
-        measured.pop("hardware")
     num, gpu = verdicts.number, p.gpu_id.upper()
     tpot = f"median TPOT at {d.hi:,} minus at {d.lo:,} tokens of context ({d.pair} pair)"
     kv = f"global KV bytes per token at {p.kv_dtype}, derived from the row's dimensions and "

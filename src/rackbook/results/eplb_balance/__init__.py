@@ -11,10 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.core.units import percent
-from rackbook.inputs.claims import Registry, load_claims
+from rackbook.inputs.claims import Registry
 from rackbook.physics import eplb
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
@@ -131,23 +130,17 @@ class Params(headline.Params, result="eplb-balance"):
     batch_sizes: tuple[int, ...] | list[int]
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Static placement and EPLB scored on the trace's expert loads, sweeps and readings."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        reg = registry or load_claims()
-        self.trace, self.params = trace, params
-        p = params
+    PARAMS, SCREENED = Params, False
+
+    def analyse(self, p: Params, reg: Registry) -> None:
+        trace = self.trace
         self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
         self.loads = loads = measure.trace_loads(trace)
         self.shape = model_shape()
         self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
-        self.hardware = hardware_label(trace.run)
         self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
         self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
@@ -278,7 +271,7 @@ def outcome(a: Analysis) -> headline.Outcome:
 
 def _headlines(a: Analysis) -> list[headline.Headline]:
     s, kind = a.summary, a.kind
-    where = common.where(a, kind) | dict(hardware=a.hardware if kind == "measured" else None)
+    where = common.where(a, kind)
     run = headline.by_claim(a.readings, "this run")
     legacy = "legacy vLLM balancedness (reduced over layers)"
     fitted = f"vLLM balancedness after EPLB fitted on {a.params.fit_windows} steps, mean over later"

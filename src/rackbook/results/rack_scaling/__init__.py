@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from rackbook.core import units
-from rackbook.core.traces import Trace
 from rackbook.core.units import number, percent, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
@@ -423,10 +422,7 @@ DECODE_PARITY_CLAIM = "decode-parity.gap"
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     """A Markdown table whose cells show ``|`` and ``$`` literally (``$`` opens MyST math)."""
-
-    def cell(x: object) -> str:
-        return str(x).replace("|", "\\|").replace("$", "\\$")
-
+    cell = headline.cell
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -450,24 +446,19 @@ class Params(headline.Params, result="rack-scaling"):
     workload_osl: int = ASSUMED_OSL
 
 
-class Analysis:
+class Analysis(common.Chapter[Params]):
     """Token accounting, scaling, ceilings, physics, cost and readings of a trace."""
 
-    def __init__(
-        self,
-        trace: Trace,
-        params: Params = headline.defaults(Params),
-        registry: Registry | None = None,
-    ) -> None:
-        self.params = p = params
-        trace, self.hardware, reg = common.start(trace, registry)
+    PARAMS = Params
+
+    def analyse(self, p: Params, reg: Registry) -> None:
         self.registry = reg
         claims = (THROUGHPUT_CLAIM, SPEEDUP_CLAIM, COST_CLAIM)
         self.claim_tok_s, self.claim_speedup, self.claim_usd = (reg.value(c) for c in claims)
         self.rack, self.gpu = rack, gpu = catalogs.system(p.system_id), catalogs.gpu(p.gpu_id)
         self.rental = catalogs.price(p.price_id)
         self.model = model = catalogs.load_model(p.model_id)
-        self.trace = tr = measure.with_gpu_counts(trace, p.gpus_per_replica)
+        self.trace = tr = measure.with_gpu_counts(self.trace, p.gpus_per_replica)
         self.accounting = acc = measure.token_accounting(tr)
         # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
@@ -812,11 +803,7 @@ def flips(a: Analysis) -> list[str]:
 
 def outcome(a: Analysis) -> headline.Outcome:
     """The chapter's headlines, the three readings of each claim and what would flip them."""
-    names = (
-        "reference_config metric gpus_per_replica model_id gpu_id system_id node_systems "
-        "price_id cached_share rel_tol workload_isl workload_osl"
-    )
-    return common.outcome(RESULT, a, _measured(a) + _modelled(a), flips(a), names)
+    return common.outcome(RESULT, a, _measured(a) + _modelled(a), flips(a))
 
 
 def _usd(v: float) -> str:
