@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -395,26 +395,16 @@ def _shared_inputs() -> list[Path]:
     ]
 
 
-def _entries(root: Path) -> Iterable[Path]:
-    yield root
-    if root.is_file():
-        return
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        for x in dirs:
-            yield Path(d) / x
-        for f in sorted(files):
-            yield Path(d) / f
-
-
 def hash_tree(h: Any, root: Path, label: str) -> None:
     """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
     h.update(f"\0tree\0{label}\0".encode())
     if not root.exists():
         h.update(b"\0missing\0")
         return
-    for f in _entries(root):
+    for f in [root, *sorted(root.rglob("*"))]:
         rel = f.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/"):
+            continue
         if not f.is_file():
             h.update(f"\0dir\0{rel}\0".encode())
             continue
