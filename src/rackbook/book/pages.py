@@ -37,12 +37,10 @@ _STATUS = {
 def claim_card(result: str, registry: Registry | None = None) -> str:
     """Markdown card of a result's claims: each claim's figure and statement."""
     reg = registry or load_claims()
-    return (
-        "\n\n".join(
-            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
-        )
-        + "\n"
-    )
+    cards = [
+        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
+    ]
+    return "\n\n".join(cards) + "\n"
 
 
 def as_published(result: str, registry: Registry | None = None) -> str:
@@ -460,14 +458,11 @@ AUTHORS = "the rackbook authors"
 def snapshot(executed: Path, version: str = __version__, date: str | None = None) -> dict:
     """The conclusions of one build as a release keeps them (claims not run left out)."""
     from rackbook.results.conclusions import summarize
-    from rackbook.results.headline import read_result
 
     claims: dict[str, dict[str, Any]] = {}
     for result in paths.RESULTS:
-        f = executed / f"{result}.json"
-        if not f.exists():
+        if (readings := _readings(executed, result)) is None:
             continue
-        readings = read_result(f)["readings"]
         for c in load_claims().for_result(result):
             s = summarize(c, readings)
             verdicts = {r["reading"]: r["verdict"] for r in readings if r["claim_id"] == c.id}
