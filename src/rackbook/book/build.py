@@ -107,16 +107,11 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
     params = [c for c in cells if is_param(c)]
     rest = [c for c in cells if not is_param(c)]
-    heads = [
-        i
-        for i, c in enumerate(rest)
-        if c.get("cell_type") == "markdown"
-        and "".join(c.get("source", [])).startswith(PROVENANCE_HEADING)
-    ]
-    if not heads or not params:
-        return cells
-    at = min(heads[0] + 2, len(rest))
-    return rest[:at] + params + rest[at:]
+    for i, c in enumerate(rest):
+        text = "".join(c.get("source", []))
+        if params and c.get("cell_type") == "markdown" and text.startswith(PROVENANCE_HEADING):
+            return rest[: i + 2] + params + rest[i + 2 :]
+    return cells
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:

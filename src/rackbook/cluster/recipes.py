@@ -580,11 +580,8 @@ def cli_recipes(args: argparse.Namespace) -> int:
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
-    of = (
-        f"{topo.total_gpus} of {topo.system_gpus} GPUs"
-        if topo.system_gpus is not None
-        else units(topo, topo.total_gpus)
-    )
+    of = units(topo, topo.total_gpus)
+    of = of if topo.system_gpus is None else f"{topo.total_gpus} of {topo.system_gpus} GPUs"
     print(
         f"{topo.model.hf_id}: {workers_text(topo, roles=False)}; {of}, "
         f"{plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}"
