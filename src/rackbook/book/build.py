@@ -344,7 +344,7 @@ def cli_book(args: argparse.Namespace) -> int:
                 held.enter_context(fsio.output_lock(folder, field))
         if html is None:  # the book is built in the build folder
             held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
-        if html is not None:
+        else:
             fsio.check_replaceable(html, "html", "--html")
         if traces_dir is not None:
             check_output_folder(results, "--out")

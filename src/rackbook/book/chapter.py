@@ -245,9 +245,8 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         gpus = r.get("gpus")
         n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: no count
         hw = names.get(str(r["hardware"]), r["hardware"])
-        parts = [f"{hw}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
-        if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
-            parts = [f"{parts[0]} GPUs"]
+        # never "not stated x 16": a count alone reads "16 GPUs"
+        parts = [f"{hw}{n}" if _known(r["hardware"]) else n.replace(" x ", "") + " GPUs" * bool(n)]
         parts += [
             _short(names.get(str(r[k]), r[k]), 32) for k in ("model", "engine") if _known(r[k])
         ]

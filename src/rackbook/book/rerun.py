@@ -47,14 +47,9 @@ class Sweep:
     prefill_s: float = 0.0  # modelled seconds of prefill (s), added to decoding (no overlap)
 
     @property
-    def run_s(self) -> float:
-        """Modelled seconds of measuring (s): prefill plus decode, an upper bound."""
-        return self.decode_s + self.prefill_s
-
-    @property
     def wall_min(self) -> float:
-        """Modelled wall time (minutes): start-ups plus measuring."""
-        return self.deployments * START_MINUTES + self.run_s / 60
+        """Modelled wall time (minutes): start-ups plus prefill and decode (an upper bound)."""
+        return self.deployments * START_MINUTES + (self.decode_s + self.prefill_s) / 60
 
     @property
     def gpu_hours(self) -> float:

@@ -170,10 +170,7 @@ def prepare_run(
 
 
 def cached_headline(
-    result: str,
-    source: str = "trace",
-    parameters: dict[str, Any] | None = None,
-    out: str | Path | None = None,
+    result: str, source: str, parameters: dict[str, Any], out: str | Path | None
 ) -> Path | None:
     """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
     prep = prepare_run(result, source, parameters, out)
