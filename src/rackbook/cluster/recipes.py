@@ -414,14 +414,11 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
     streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
     span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
-    batches = (
-        [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
-        if span
-        else [8, 16, 32, 64, 128, 256]
-    )
-    return {
+    batches = [8, 16, 32, 64, 128, 256]
+    if span:
+        batches = [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+    files = {
         "decode-parity": {
-            "source": "live",
             "endpoint": url,
             "batch_sizes": batches,
             "decode_ranks": sum(w.gpus for w in decode),
@@ -433,7 +430,6 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids, **system_id}
             if ref
             else {
-                "source": "live",
                 "endpoints": [url],
                 "replicas": [1],
                 "gpus_per_replica": rack_gpus,
@@ -443,7 +439,6 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             }
         ),
         "prefill-gain": {
-            "source": "live",
             "endpoint_b": url,
             "prefix_tokens": prefix.high if prefix else 128_000,
             "new_tokens": 1024,
@@ -451,22 +446,21 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             "prefill_gpus": prefill_gpus,
         },
         "eplb-balance": {
-            "source": "live",
             "endpoint": url,
             "ep_size": sum(w.gpus for w in decode),
             "redundant": sum(w.num_redundant_experts for w in decode),
             "concurrency": streams,
         },
         "context-latency": {
-            "source": "live",
             "endpoint": ref or url,
             "context_lengths": lengths,
             "output_len": 64,
             **ids,
             **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {}),
         },
-        "single-user": {"source": "live", "endpoint": ref or url, "num_requests": 32, **su_ids},
+        "single-user": {"endpoint": ref or url, "num_requests": 32, **su_ids},
     }
+    return {r: {"source": "live"} | v for r, v in files.items()}  # "source" first in each
 
 
 def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
