@@ -117,15 +117,13 @@ def at_a_glance(
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
-    from rackbook.physics.expected import load_fit
-
     return render(
         "at-a-glance.md.j2",
         lines=table(head, rows),
         key="; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS),
         yours_too=yours_too,
         reasons=reasons,
-        held_out=load_fit().validation_text or "",
+        held_out=exp_mod.load_fit().validation_text or "",
     )
 
 
@@ -218,12 +216,10 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
         flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
         flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
         a = attainable.for_check(c) if not c.limit.startswith("memory capacity") else None
-        reach = (
-            "-"
-            if a is None or not math.isfinite(a.ratio)
-            else f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, "
-            f"{a.deployment.split(' on ')[0]})"
-        )
+        reach = "-"
+        if a is not None and math.isfinite(a.ratio):
+            where = a.deployment.split(" on ")[0]
+            reach = f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, {where})"
         ceiling = f"{c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU"
         cmd = f"`rackbook check {' '.join(flags)}`"
         rows.append((_cell(label), cmd, f"**{c.verdict}**", f"{c.ratio:.3g}", ceiling, reach))
@@ -316,9 +312,8 @@ def bibliography(registry: Registry | None = None) -> str:
 
     reg = registry or load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
-    figures: dict[str, tuple[str, str]] = {}
-    for f in load_figures().figures:
-        figures.setdefault(f.url, (f.submitter, f.date or ""))
+    # the first figure of each address names it
+    figures = {f.url: (f.submitter, f.date or "") for f in reversed(load_figures().figures)}
     by_key: dict[str, tuple[str, list[str]]] = {}
     for url, files in data_urls().items():  # one entry per key: "a/b" and "a/b/" are one
         first, seen = by_key.setdefault(bib_key(url), (url, []))

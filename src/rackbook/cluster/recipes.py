@@ -104,12 +104,10 @@ def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
         raise ValueError(f"{topo.file}: no router (one aggregated worker)")
     words = ["vllm-router", "--vllm-pd-disaggregation"]
     words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
-    for name in topo.role_workers("prefill"):
-        words += ["--prefill", Raw(urls[name])]
-    for name in topo.role_workers("decode"):
-        words += ["--decode", Raw(urls[name])]
-    words += ["--prefill-policy", topo.router.prefill_policy]
-    words += ["--decode-policy", topo.router.decode_policy]
+    for role in ("prefill", "decode"):
+        words += [w for n in topo.role_workers(role) for w in (f"--{role}", Raw(urls[n]))]
+    r = topo.router
+    words += ["--prefill-policy", r.prefill_policy, "--decode-policy", r.decode_policy]
     return words
 
 
@@ -158,8 +156,7 @@ def serve_commands_sh(topo: Topology) -> str:
             last = first + topo.system.gpus_per_node - 1
             what = "leader, API server" if rank == 0 else "headless"
             role = "" if name == w.role else f" ({w.role})"
-            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}"]
-            lines.append(cmd)
+            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}", cmd]
     urls = {n: f"http://${leader_var(n)}:{w.port}" for n, w in topo.workers.items()}
     if topo.router is not None:
         lines += ["", "# router (any host that reaches the leaders)"]

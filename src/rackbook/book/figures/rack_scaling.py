@@ -45,15 +45,14 @@ def token_kinds(a: Analysis) -> Figure:
     ax.bar(x, out_g, width=0.5, color=plotting.PALETTE[0], label="output")
     new_label = "new input" + ("" if a.cached_known else " (all input: cached share unknown)")
     ax.bar(x, new_g, width=0.5, bottom=out_g, color=plotting.PALETTE[1], label=new_label)
-    ax.bar(
-        x, cac_g, width=0.5, bottom=out_g + new_g, color=plotting.PALETTE[2], label="cached input"
-    )
+    top = out_g + new_g
+    ax.bar(x, cac_g, width=0.5, bottom=top, color=plotting.PALETTE[2], label="cached input")
     ax.set_xticks(
         x,
         [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
+    ax.set_ylim(0, 1.3 * float((top + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
 
@@ -185,9 +184,8 @@ def revenue(a: Analysis) -> Figure:
     ax.axvline(a.claim_usd, color=plotting.PALETTE[3], lw=1.5, label=figure)
     rent = a.rental.usd_per_gpu_hour
     ax.axvline(rent, color="0.4", ls="--", label=f"catalog GB300 price: {rent:g} USD per GPU-hour")
-    ax.set_yticks(
-        y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
-    )
+    names = [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
+    ax.set_yticks(y, names)
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
     ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)

@@ -12,11 +12,6 @@ from rackbook.results import verdicts
 from rackbook.results.single_user import Analysis
 
 
-def _where(a: Analysis) -> str:
-    hw = a.hardware
-    return f"CPU stand-in: {hw}" if not verdicts.gpu_names(a.trace.run) else hw
-
-
 def gaps(a: Analysis) -> Figure:
     """Histogram and CDF of the gaps between streamed chunks (ms, log), with percentiles."""
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, layout="constrained")
@@ -37,7 +32,8 @@ def gaps(a: Analysis) -> Figure:
     x = "gap between streamed chunks (ms, log)"
     plotting.label(ax1, x, "gaps (count)", "Gap histogram")
     plotting.label(ax2, x, "share of gaps (fraction)", "Gap CDF")
-    fig.suptitle(f"Gaps of one stream\n({_where(a)})", fontsize=plotting.TEXT_PT)
+    where = a.hardware if verdicts.gpu_names(a.trace.run) else f"CPU stand-in: {a.hardware}"
+    fig.suptitle(f"Gaps of one stream\n({where})", fontsize=plotting.TEXT_PT)
     return fig
 
 
