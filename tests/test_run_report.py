@@ -50,10 +50,10 @@ def test_values_read_with_their_units(value, unit, text):
 
 
 def test_numbers_name_each_value_its_unit_and_verdict():
-    lines = report.numbers(_doc(180.16))
+    lines = report.block(_doc(180.16), compare=False)
     assert lines == [
-        f"stream_tok_s = 180.2 tok/s ({CLAIM}: untested)",
-        "gap_p50_ms = 5.5 ms (no claim)",
+        f"  stream_tok_s = 180.2 tok/s ({CLAIM}: untested)",
+        "  gap_p50_ms = 5.5 ms (no claim)",
     ]
 
 
@@ -67,10 +67,10 @@ def test_changes_list_every_moved_verdict_and_value_and_nothing_else():
     ]
     assert report.changes(new, old)[-1] == "ratio: gone"
     assert report.changes(old, _doc(180.1600001)) == []  # rounding noise is no change
-    assert report.change_line(None, old) == "first run in this folder"
-    assert report.change_line(old, _doc(180.16)) == "unchanged since the last run"
-    assert report.change_line(old, _doc(None)) == (
-        "changed since the last run: stream_tok_s: 180.2 tok/s -> not recorded"
+    assert report.block(old, None, compare=True)[-1] == "  first run in this folder"
+    assert report.block(_doc(180.16), old, compare=True)[-1] == "  unchanged since the last run"
+    assert report.block(_doc(None), old, compare=True)[-1] == (
+        "  changed since the last run: stream_tok_s: 180.2 tok/s -> not recorded"
     )
 
 

@@ -107,16 +107,11 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
 
     params = [c for c in cells if is_param(c)]
     rest = [c for c in cells if not is_param(c)]
-    heads = [
-        i
-        for i, c in enumerate(rest)
-        if c.get("cell_type") == "markdown"
-        and "".join(c.get("source", [])).startswith(PROVENANCE_HEADING)
-    ]
-    if not heads or not params:
-        return cells
-    at = min(heads[0] + 2, len(rest))
-    return rest[:at] + params + rest[at:]
+    for i, c in enumerate(rest):
+        text = "".join(c.get("source", []))
+        if params and c.get("cell_type") == "markdown" and text.startswith(PROVENANCE_HEADING):
+            return rest[: i + 2] + params + rest[i + 2 :]
+    return cells
 
 
 def _stage_notebook(src: Path, dst: Path) -> None:
@@ -349,7 +344,7 @@ def cli_book(args: argparse.Namespace) -> int:
                 held.enter_context(fsio.output_lock(folder, field))
         if html is None:  # the book is built in the build folder
             held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
-        if html is not None:
+        else:
             fsio.check_replaceable(html, "html", "--html")
         if traces_dir is not None:
             check_output_folder(results, "--out")

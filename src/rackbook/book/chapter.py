@@ -16,6 +16,7 @@ from rackbook.book.report import md_cell as _md_cell
 from rackbook.book.report import render, table
 from rackbook.core.units import plural, ratio_text
 from rackbook.inputs import catalogs
+from rackbook.inputs.claims import load_claims
 
 
 def _plain(value: Any) -> Any:
@@ -75,7 +76,6 @@ def _doc(outcome: Any) -> dict[str, Any]:
 
 def conclusion_markdown(outcome: Any) -> str:
     """The chapter's conclusion box: per claim its verdict word, finding and certainty."""
-    from rackbook.inputs.claims import load_claims
     from rackbook.results.conclusions import PLAIN_GRADES, conclusions, summarize
 
     doc = _doc(outcome)
@@ -127,7 +127,6 @@ def _reading_html(r: dict[str, Any], validation: str) -> str:
 
 def readings_box(outcome: Any) -> str:
     """The claim-by-reading HTML verdict table, with the readings' questions above it."""
-    from rackbook.inputs.claims import load_claims
     from rackbook.physics.expected import load_fit
     from rackbook.results.headline import READING_TITLES, READINGS
 
@@ -177,7 +176,6 @@ def standin_warning(kind: str, hardware: str, testable: bool) -> str:
 
 def evidence_markdown(result: str) -> str:
     """The chapter's published points per claim, used or not, and how each differs."""
-    from rackbook.inputs.claims import load_claims
     from rackbook.results import evidence
 
     figures = {c.id: c.value_text for c in load_claims().claims}
@@ -245,9 +243,8 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         gpus = r.get("gpus")
         n = "" if gpus is None or gpus != gpus else f" x {int(gpus)}"  # None or NaN: no count
         hw = names.get(str(r["hardware"]), r["hardware"])
-        parts = [f"{hw}{n}" if _known(r["hardware"]) else n.replace(" x ", "")]
-        if not _known(r["hardware"]) and parts[0]:  # never "not stated x 16"
-            parts = [f"{parts[0]} GPUs"]
+        # never "not stated x 16": a count alone reads "16 GPUs"
+        parts = [f"{hw}{n}" if _known(r["hardware"]) else n.replace(" x ", "") + " GPUs" * bool(n)]
         parts += [
             _short(names.get(str(r[k]), r[k]), 32) for k in ("model", "engine") if _known(r[k])
         ]

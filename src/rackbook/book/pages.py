@@ -37,12 +37,10 @@ _STATUS = {
 def claim_card(result: str, registry: Registry | None = None) -> str:
     """Markdown card of a result's claims: each claim's figure and statement."""
     reg = registry or load_claims()
-    return (
-        "\n\n".join(
-            f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
-        )
-        + "\n"
-    )
+    cards = [
+        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
+    ]
+    return "\n\n".join(cards) + "\n"
 
 
 def as_published(result: str, registry: Registry | None = None) -> str:
@@ -119,15 +117,13 @@ def at_a_glance(
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
-    from rackbook.physics.expected import load_fit
-
     return render(
         "at-a-glance.md.j2",
         lines=table(head, rows),
         key="; ".join(f"*{w}*: {VERDICT_WORDS[w]}" for w in used if w in VERDICT_WORDS),
         yours_too=yours_too,
         reasons=reasons,
-        held_out=load_fit().validation_text or "",
+        held_out=exp_mod.load_fit().validation_text or "",
     )
 
 
@@ -220,12 +216,10 @@ def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = N
         flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
         flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
         a = attainable.for_check(c) if not c.limit.startswith("memory capacity") else None
-        reach = (
-            "-"
-            if a is None or not math.isfinite(a.ratio)
-            else f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, "
-            f"{a.deployment.split(' on ')[0]})"
-        )
+        reach = "-"
+        if a is not None and math.isfinite(a.ratio):
+            where = a.deployment.split(" on ")[0]
+            reach = f"{a.ratio:.2g} ({a.tok_s_per_gpu:,.0f} tok/s per GPU, {where})"
         ceiling = f"{c.limit}: {c.ceiling_tok_s_per_gpu:,.0f} tok/s per GPU"
         cmd = f"`rackbook check {' '.join(flags)}`"
         rows.append((_cell(label), cmd, f"**{c.verdict}**", f"{c.ratio:.3g}", ceiling, reach))
@@ -318,9 +312,8 @@ def bibliography(registry: Registry | None = None) -> str:
 
     reg = registry or load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
-    figures: dict[str, tuple[str, str]] = {}
-    for f in load_figures().figures:
-        figures.setdefault(f.url, (f.submitter, f.date or ""))
+    # the first figure of each address names it
+    figures = {f.url: (f.submitter, f.date or "") for f in reversed(load_figures().figures)}
     by_key: dict[str, tuple[str, list[str]]] = {}
     for url, files in data_urls().items():  # one entry per key: "a/b" and "a/b/" are one
         first, seen = by_key.setdefault(bib_key(url), (url, []))
@@ -460,14 +453,11 @@ AUTHORS = "the rackbook authors"
 def snapshot(executed: Path, version: str = __version__, date: str | None = None) -> dict:
     """The conclusions of one build as a release keeps them (claims not run left out)."""
     from rackbook.results.conclusions import summarize
-    from rackbook.results.headline import read_result
 
     claims: dict[str, dict[str, Any]] = {}
     for result in paths.RESULTS:
-        f = executed / f"{result}.json"
-        if not f.exists():
+        if (readings := _readings(executed, result)) is None:
             continue
-        readings = read_result(f)["readings"]
         for c in load_claims().for_result(result):
             s = summarize(c, readings)
             verdicts = {r["reading"]: r["verdict"] for r in readings if r["claim_id"] == c.id}

@@ -38,16 +38,6 @@ def _verdicts(doc: dict[str, Any] | None) -> dict[tuple[str, str], str]:
     }
 
 
-def numbers(doc: dict[str, Any]) -> list[str]:
-    """One line per headline value: ``name = VALUE UNIT (claim: verdict)`` or ``(no claim)``."""
-    lines = []
-    for name, h in _headlines(doc).items():
-        claim = h.get("claim_id")
-        said = f"{claim}: {h.get('verdict')}" if claim else "no claim"
-        lines.append(f"{name} = {value_text(h.get('value'), h.get('unit'))} ({said})")
-    return lines
-
-
 def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     """What moved from headline JSON ``old`` (None: no last run) to ``new``."""
     if old is None:
@@ -72,22 +62,18 @@ def changes(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
     return out
 
 
-def change_line(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
-    """After a result's numbers: first run, unchanged, or what changed since the last run."""
-    if old is None:
-        return "first run in this folder"
-    moved = changes(old, new)
-    if not moved:
-        return "unchanged since the last run"
-    return "changed since the last run: " + "; ".join(moved)
-
-
 def block(doc: dict[str, Any], old: dict[str, Any] | None = None, *, compare: bool) -> list[str]:
-    """The lines under a result's verdict: its numbers, then (``compare``) what changed."""
-    lines = [f"  {n}" for n in numbers(doc)]
-    if compare:
-        lines.append(f"  {change_line(old, doc)}")
-    return lines
+    """The lines under a result's verdict: per headline value ``name = VALUE UNIT (claim:
+    verdict)`` or ``(no claim)``, then (``compare``) first run, unchanged or what moved."""
+    lines = []
+    for name, h in _headlines(doc).items():
+        said = f"{h['claim_id']}: {h.get('verdict')}" if h.get("claim_id") else "no claim"
+        lines.append(f"  {name} = {value_text(h.get('value'), h.get('unit'))} ({said})")
+    if not compare:
+        return lines
+    moved = "; ".join(changes(old, doc))
+    last = "first run in this folder" if old is None else "unchanged since the last run"
+    return [*lines, f"  changed since the last run: {moved}" if moved else f"  {last}"]
 
 
 def table(head: str, rows: Iterable[Iterable[object]], right: Sequence[bool] = ()) -> list[str]:

@@ -18,6 +18,9 @@ from rackbook.book.report import render
 from rackbook.cluster import recipes
 from rackbook.cluster.topology import load_topology
 from rackbook.core.units import plural
+from rackbook.inputs import catalogs
+from rackbook.inputs.claims import load_claims
+from rackbook.inputs.published import load_figures
 from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting a deployment to a healthy endpoint (an assumption the card states).
@@ -47,14 +50,9 @@ class Sweep:
     prefill_s: float = 0.0  # modelled seconds of prefill (s), added to decoding (no overlap)
 
     @property
-    def run_s(self) -> float:
-        """Modelled seconds of measuring (s): prefill plus decode, an upper bound."""
-        return self.decode_s + self.prefill_s
-
-    @property
     def wall_min(self) -> float:
-        """Modelled wall time (minutes): start-ups plus measuring."""
-        return self.deployments * START_MINUTES + self.run_s / 60
+        """Modelled wall time (minutes): start-ups plus prefill and decode (an upper bound)."""
+        return self.deployments * START_MINUTES + (self.decode_s + self.prefill_s) / 60
 
     @property
     def gpu_hours(self) -> float:
@@ -159,7 +157,6 @@ def _text(v: Any) -> str:
 
 def sweep(result: str, params: dict[str, Any], h: Hold) -> Sweep:
     """The live scenario's sweep for ``params`` and its modelled time on what ``h`` holds."""
-    from rackbook.inputs import catalogs
     from rackbook.inputs.scenarios import SCENARIOS, fit_endpoint, scenario
 
     fields = {f.name for f in dataclasses.fields(SCENARIOS[result])}
@@ -201,8 +198,6 @@ class Hold:
 
 def holding(result: str, topo: Any) -> Hold:
     """The deployments a result's command holds on ``topo``."""
-    from rackbook.inputs.claims import load_claims
-
     routed, ref = topo.routed_gpus, topo.reference_worker()
     prefill = sum(topo.workers[n].gpus for n in topo.role_workers("prefill")) or routed
     one = topo.workers[ref].gpus if ref else 0
@@ -220,7 +215,6 @@ def holding(result: str, topo: Any) -> Hold:
 
 def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
-    from rackbook.inputs.published import load_figures
     from rackbook.results.rack_scaling import Params
 
     ref = topo.reference_worker()
@@ -283,7 +277,6 @@ def gpus_text(topo: Any, routed: bool = False) -> str:
 
 def deployment() -> str:
     """The cluster deployment every rerun card uses (MyST Markdown), with its leaders' commands."""
-    from rackbook.inputs import catalogs
     from rackbook.physics import roofline
 
     topo: Any = load_topology()
@@ -301,10 +294,6 @@ def deployment() -> str:
 
 def card(result: str) -> str:
     """The rerun card of ``result`` as a MyST admonition (``book/_template/rerun-card.md.j2``)."""
-    from rackbook.inputs import catalogs
-    from rackbook.inputs.claims import load_claims
-    from rackbook.inputs.published import load_figures
-
     topo: Any = load_topology()
     _, h, sw = next(x for x in cost_rows(topo) if x[0] == result)
     params = recipes.params_files(topo)

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,11 +128,10 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
     if top is None:
         return
     schema.check_extent(top, params, where)
-    layout = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
-    ints = [v for v in layout if isinstance(v, int)]
-    if len(ints) == len(layout):
+    layout: list[Any] = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
+    if all(isinstance(v, int) for v in layout):
         try:
-            eplb.check_layout(top["expert"] + 1, ints[0], ints[1], ints[2], ints[3])
+            eplb.check_layout(top["expert"] + 1, *layout)
         except InputError as exc:
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
@@ -170,10 +169,7 @@ def prepare_run(
 
 
 def cached_headline(
-    result: str,
-    source: str = "trace",
-    parameters: dict[str, Any] | None = None,
-    out: str | Path | None = None,
+    result: str, source: str, parameters: dict[str, Any], out: str | Path | None
 ) -> Path | None:
     """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
     prep = prepare_run(result, source, parameters, out)
@@ -242,8 +238,7 @@ def _move_in_pair(out_dir: Path, stage: Path, names: tuple[str, ...]) -> None:
     first: a kill never leaves a new headline beside an old notebook."""
     with fsio.signals_held():
         fsio.update_manifest(out_dir, pending=names)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(out_dir / names[-1])
+        (out_dir / names[-1]).unlink(missing_ok=True)
         for name in names:
             os.replace(stage / name, out_dir / name)
         fsio.update_manifest(out_dir, record=names)
@@ -294,8 +289,7 @@ def cli_run(args: argparse.Namespace) -> int:
         how = "cached, unchanged inputs" if d.cached else f"executed in {d.seconds:.1f} s"
         doc = read_result(d.headline)
         line = f"{d.result}: {summary_line(doc)} [{how}] -> {d.headline}"
-        lines = numbers.block(doc, before.get(d.result), compare=True)
-        print("\n".join([line, *lines]), flush=True)
+        print(line, *numbers.block(doc, before.get(d.result), compare=True), sep="\n", flush=True)
 
     if len(names) == 1:
         prepare_run(names[0], source, params, out)  # every check before the first line
@@ -395,26 +389,16 @@ def _shared_inputs() -> list[Path]:
     ]
 
 
-def _entries(root: Path) -> Iterable[Path]:
-    yield root
-    if root.is_file():
-        return
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        for x in dirs:
-            yield Path(d) / x
-        for f in sorted(files):
-            yield Path(d) / f
-
-
 def hash_tree(h: Any, root: Path, label: str) -> None:
     """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
     h.update(f"\0tree\0{label}\0".encode())
     if not root.exists():
         h.update(b"\0missing\0")
         return
-    for f in _entries(root):
+    for f in [root, *sorted(root.rglob("*"))]:
         rel = f.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/"):
+            continue
         if not f.is_file():
             h.update(f"\0dir\0{rel}\0".encode())
             continue
@@ -584,8 +568,7 @@ def execute_notebook(
         if term is not None:
             os.close(term)
         for f in (spec, result, kernel_error):
-            with contextlib.suppress(FileNotFoundError):
-                f.unlink()
+            f.unlink(missing_ok=True)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -638,16 +621,11 @@ def _child_main(spec_path: str) -> int:
     progress: bool | dict[str, Any] = False
     if spec["progress_fd"] is not None:
         progress = {"file": os.fdopen(spec["progress_fd"], "w")}
+    kernel = {"kernel_name": "python3", "extra_arguments": [f"--IPKernelApp.exec_lines={_REPORT}"]}
     try:
+        nb, out, cwd = spec["nb"], spec["output"], spec["cwd"]
         papermill.execute_notebook(
-            spec["nb"],
-            spec["output"],
-            parameters=spec["parameters"],
-            kernel_name="python3",
-            progress_bar=progress,
-            cwd=spec["cwd"],
-            log_output=False,
-            extra_arguments=[f"--IPKernelApp.exec_lines={_REPORT}"],
+            nb, out, spec["parameters"], progress_bar=progress, cwd=cwd, log_output=False, **kernel
         )
     except PapermillExecutionError as exc:
         failed = {k: getattr(exc, k) for k in ("exec_count", "ename", "evalue", "traceback")}
@@ -702,9 +680,8 @@ def _one(
     try:
         headline, cached = execute_result(result, source, params, out, False, force)
     except InputError as err:
-        return Done(
-            result, None, False, time.perf_counter() - t0, (err.file, err.field, err.problem)
-        )
+        fields = (err.file, err.field, err.problem)
+        return Done(result, None, False, time.perf_counter() - t0, fields)
     except (KeyboardInterrupt, Terminated) as exc:
         os._exit(128 + getattr(exc, "signum", signal.SIGINT))
     finally:

@@ -104,12 +104,10 @@ def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
         raise ValueError(f"{topo.file}: no router (one aggregated worker)")
     words = ["vllm-router", "--vllm-pd-disaggregation"]
     words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
-    for name in topo.role_workers("prefill"):
-        words += ["--prefill", Raw(urls[name])]
-    for name in topo.role_workers("decode"):
-        words += ["--decode", Raw(urls[name])]
-    words += ["--prefill-policy", topo.router.prefill_policy]
-    words += ["--decode-policy", topo.router.decode_policy]
+    for role in ("prefill", "decode"):
+        words += [w for n in topo.role_workers(role) for w in (f"--{role}", Raw(urls[n]))]
+    r = topo.router
+    words += ["--prefill-policy", r.prefill_policy, "--decode-policy", r.decode_policy]
     return words
 
 
@@ -158,8 +156,7 @@ def serve_commands_sh(topo: Topology) -> str:
             last = first + topo.system.gpus_per_node - 1
             what = "leader, API server" if rank == 0 else "headless"
             role = "" if name == w.role else f" ({w.role})"
-            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}"]
-            lines.append(cmd)
+            lines += ["", f"# {name}{role} node rank {rank}: DP ranks {first}-{last}, {what}", cmd]
     urls = {n: f"http://${leader_var(n)}:{w.port}" for n, w in topo.workers.items()}
     if topo.router is not None:
         lines += ["", "# router (any host that reaches the leaders)"]
@@ -414,14 +411,11 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
     streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
     span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
-    batches = (
-        [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
-        if span
-        else [8, 16, 32, 64, 128, 256]
-    )
-    return {
+    batches = [8, 16, 32, 64, 128, 256]
+    if span:
+        batches = [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+    files = {
         "decode-parity": {
-            "source": "live",
             "endpoint": url,
             "batch_sizes": batches,
             "decode_ranks": sum(w.gpus for w in decode),
@@ -433,7 +427,6 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids, **system_id}
             if ref
             else {
-                "source": "live",
                 "endpoints": [url],
                 "replicas": [1],
                 "gpus_per_replica": rack_gpus,
@@ -443,7 +436,6 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             }
         ),
         "prefill-gain": {
-            "source": "live",
             "endpoint_b": url,
             "prefix_tokens": prefix.high if prefix else 128_000,
             "new_tokens": 1024,
@@ -451,22 +443,21 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
             "prefill_gpus": prefill_gpus,
         },
         "eplb-balance": {
-            "source": "live",
             "endpoint": url,
             "ep_size": sum(w.gpus for w in decode),
             "redundant": sum(w.num_redundant_experts for w in decode),
             "concurrency": streams,
         },
         "context-latency": {
-            "source": "live",
             "endpoint": ref or url,
             "context_lengths": lengths,
             "output_len": 64,
             **ids,
             **({"n_gpus": 1, "weight_gpus": ref_gpus} if ref_gpus else {}),
         },
-        "single-user": {"source": "live", "endpoint": ref or url, "num_requests": 32, **su_ids},
+        "single-user": {"endpoint": ref or url, "num_requests": 32, **su_ids},
     }
+    return {r: {"source": "live"} | v for r, v in files.items()}  # "source" first in each
 
 
 def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
@@ -580,11 +571,8 @@ def cli_recipes(args: argparse.Namespace) -> int:
     written = write_recipes(topo, out)
     for p in written:
         print(loader.display_path(p))
-    of = (
-        f"{topo.total_gpus} of {topo.system_gpus} GPUs"
-        if topo.system_gpus is not None
-        else units(topo, topo.total_gpus)
-    )
+    of = units(topo, topo.total_gpus)
+    of = of if topo.system_gpus is None else f"{topo.total_gpus} of {topo.system_gpus} GPUs"
     print(
         f"{topo.model.hf_id}: {workers_text(topo, roles=False)}; {of}, "
         f"{plural(topo.total_nodes, 'node')}; endpoint {topo.bench.endpoint}"

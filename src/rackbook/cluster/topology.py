@@ -181,12 +181,10 @@ class Topology(_Strict):
     @property
     def gpu_id(self) -> str | None:
         """The catalog id of the nodes' GPU; None on CPU nodes."""
+        s = self.system
         if not self.gpu:
             return None
-        if self.system.gpu is not None:
-            return catalogs.gpu(self.system.gpu).id
-        assert self.system.catalog_id is not None  # _check_system
-        return catalogs.system(self.system.catalog_id).gpu
+        return catalogs.gpu(s.gpu).id if s.gpu else catalogs.system(s.catalog_id or "").gpu
 
     @property
     def system_gpus(self) -> int | None:

@@ -21,9 +21,8 @@ def kv_per_sequence(a: Analysis) -> Figure:
     for i, d in enumerate(catalogs.PRECISIONS):
         t = a.memory[d]
         label = f"{d}: {a.kv_bytes[d].bytes_per_token} B/token"
-        ax.plot(
-            t["context_tokens"] / 1e3, t["kv_bytes_per_sequence"] / 1e9, ls=_LINES[i], label=label
-        )
+        gb = t["kv_bytes_per_sequence"] / 1e9
+        ax.plot(t["context_tokens"] / 1e3, gb, ls=_LINES[i], label=label)
     for c in (a.lo, a.hi):
         ax.axvline(c / 1e3, color="0.5", lw=0.8)
         y = a.at.loc[c, "kv_bytes_per_sequence"] / 1e9

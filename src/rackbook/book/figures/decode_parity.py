@@ -45,11 +45,8 @@ def decode_throughput(a: Analysis) -> Figure:
 
 def parity_ratio(a: Analysis) -> Figure:
     """Throughput ratio A/B for decode and prefill, with the claim's band around 1."""
-    y, heading = (
-        "throughput ratio A/B (online / offline)",
-        "Online over offline, with the claim's band",
-    )
-    fig, ax = plotting.axes(_BATCH, y, heading)
+    y = "throughput ratio A/B (online / offline)"
+    fig, ax = plotting.axes(_BATCH, y, "Online over offline, with the claim's band")
     band, label = a.band_pct / 100, f"claim: within +/-{a.band_pct:g} %"
     ax.axhspan(1 - band, 1 + band, color=plotting.PALETTE[2], alpha=0.15, label=label)
     ax.axhline(1, color="0.4", lw=0.8)

@@ -12,14 +12,11 @@ from rackbook.book import plotting
 from rackbook.results.eplb_balance import SWEEPS, Analysis
 
 
-def _source(a: Analysis) -> str:
-    return "synthetic routing model" if a.trace.kind == "synthetic" else a.hardware
-
-
 def rank_loads(a: Analysis) -> Figure:
     """Tokens per EP rank in the shown layer of the first scored step, static vs after EPLB."""
     r, p = a.ranks, a.params
-    heading = f"Layer {p.show_layer}, decode step {p.fit_windows}: load per rank ({_source(a)})"
+    source = "synthetic routing model" if a.trace.kind == "synthetic" else a.hardware
+    heading = f"Layer {p.show_layer}, decode step {p.fit_windows}: load per rank ({source})"
     y = "token-expert assignments on the rank (tokens)"
     fig, ax = plotting.axes("EP rank (index)", y, heading, layout="constrained")
     ax.bar(r["rank"] - 0.2, r["static"], width=0.4, label="static placement")

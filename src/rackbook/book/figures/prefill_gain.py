@@ -25,9 +25,8 @@ def throughput_distribution(a: Analysis) -> Figure:
     )
     t = a.table
     for i, cfg in enumerate((a.params.config_a, a.params.config_b)):
-        v = np.sort(
-            t.loc[(t["config"] == cfg) & t["new_tok_s"].notna(), "new_tok_s"], kind="stable"
-        )
+        rows = (t["config"] == cfg) & t["new_tok_s"].notna()
+        v = np.sort(t.loc[rows, "new_tok_s"], kind="stable")
         if not v.size:
             continue
         label = f"config {cfg}: {a.serve_args(cfg.lower())} ({v.size} requests)"
@@ -54,16 +53,10 @@ def gain_interval(a: Analysis) -> Figure:
     if g is None:
         ax.text(0.5, 0.5, a.missing or "no gain", ha="center", va="center", transform=ax.transAxes)
     else:
-        ax.errorbar(
-            [100 * g.gain],
-            [0],
-            xerr=[[100 * (g.gain - g.low)], [100 * (g.high - g.gain)]],
-            fmt="o",
-            capsize=6,
-            color=plotting.PALETTE[0],
-            label=f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} "
-            "bootstrap interval",
-        )
+        err = [[100 * (g.gain - g.low)], [100 * (g.high - g.gain)]]
+        label = f"{p.stat} gain of {p.config_b} over {p.config_a}, with its {g.level:.0%} bootstrap"
+        style = {"fmt": "o", "capsize": 6, "color": plotting.PALETTE[0]}
+        ax.errorbar([100 * g.gain], [0], xerr=err, label=f"{label} interval", **style)
         text = f"{100 * g.gain:+.1f} % ({100 * g.low:+.1f} to {100 * g.high:+.1f} %)"
         plotting.note(ax, text, (100 * g.gain, 0), (0, 12), ha="center")
         lo, hi = 100 * min(g.low, 0), 100 * max(g.high, 0)
@@ -100,9 +93,8 @@ def prefix_read_ceiling(a: Analysis) -> Figure:
     for i, (r, c) in enumerate(a.curve.groupby("reuse")):
         label = f"{r:,} new {'token' if r == 1 else 'tokens'} per read of the prefix"
         ax.plot(c["prefix"], c["tok_s"], color=plotting.PALETTE[i], label=label)
-    ax.axvline(
-        a.claim_prefix, color="0.4", ls="--", lw=0.8, label=f"claim: {a.claim_prefix:,} cached"
-    )
+    claim = f"claim: {a.claim_prefix:,} cached"
+    ax.axvline(a.claim_prefix, color="0.4", ls="--", lw=0.8, label=claim)
     ax.yaxis.set_minor_formatter(FuncFormatter(_minor))
     plotting.legend(fig)
     return fig

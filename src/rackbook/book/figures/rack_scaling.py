@@ -45,15 +45,14 @@ def token_kinds(a: Analysis) -> Figure:
     ax.bar(x, out_g, width=0.5, color=plotting.PALETTE[0], label="output")
     new_label = "new input" + ("" if a.cached_known else " (all input: cached share unknown)")
     ax.bar(x, new_g, width=0.5, bottom=out_g, color=plotting.PALETTE[1], label=new_label)
-    ax.bar(
-        x, cac_g, width=0.5, bottom=out_g + new_g, color=plotting.PALETTE[2], label="cached input"
-    )
+    top = out_g + new_g
+    ax.bar(x, cac_g, width=0.5, bottom=top, color=plotting.PALETTE[2], label="cached input")
     ax.set_xticks(
         x,
         [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
     )
     ax.yaxis.set_major_formatter(_THOUSANDS)
-    ax.set_ylim(0, 1.3 * float((out_g + new_g + cac_g).max()))  # room for the legend
+    ax.set_ylim(0, 1.3 * float((top + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
     return fig
 
@@ -103,29 +102,16 @@ def readings(a: Analysis) -> Figure:
     y = np.arange(len(rd))[::-1]
     for yi, r in zip(y, rd.itertuples(), strict=True):
         unknown = not np.isfinite(r.ratio)
-        ax.barh(
-            yi,
-            r.computed_tok_s_per_gpu,
-            height=0.5,
-            color=VERDICT_COLOURS[r.verdict],
-            hatch="//" if unknown else None,
-            alpha=0.6 if unknown else 1.0,
-        )
+        style = {"hatch": "//", "alpha": 0.6} if unknown else {"hatch": None, "alpha": 1.0}
+        ax.barh(yi, r.computed_tok_s_per_gpu, height=0.5, color=VERDICT_COLOURS[r.verdict], **style)
         text = (
             f"fits if >= {percent(r.min_cached_share, 0)} cached: {r.verdict}"
             if unknown
             else f"{ratio_text(r.ratio)} the {r.phase} ceiling: {r.verdict}"
         )
-        ax.annotate(  # above its bar, from the axis' left edge: no empty decades for labels
-            text,
-            (0.01, yi + 0.28),
-            xycoords=("axes fraction", "data"),
-            va="bottom",
-            ha="left",
-            fontsize=plotting.SMALL_PT,
-            bbox=_BOX,
-            zorder=5,
-        )
+        # above its bar, from the axis' left edge: no empty decades for labels
+        where = {"xycoords": ("axes fraction", "data"), "va": "bottom", "ha": "left", "zorder": 5}
+        ax.annotate(text, (0.01, yi + 0.28), fontsize=plotting.SMALL_PT, bbox=_BOX, **where)
     styles = {
         ("compute", "decode"): (plotting.PALETTE[0], "--"),
         ("memory bandwidth", "decode"): (plotting.PALETTE[5], ":"),
@@ -190,22 +176,16 @@ def revenue(a: Analysis) -> Figure:
     for yi, r in zip(y, rv.itertuples(), strict=True):
         span = [r.revenue_all_cached, r.revenue_all_uncached]
         ax.plot(span, [yi, yi], lw=10, solid_capstyle="butt", color=plotting.PALETTE[0], alpha=0.7)
-        plotting.note(  # above its bar: the axis spans only the data, no empty decades
-            ax,
-            f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}",
-            ((r.revenue_all_cached * r.revenue_all_uncached) ** 0.5, yi),
-            (0, 9),
-            va="bottom",
-            ha="center",
-            bbox=_BOX,
-        )
+        text = f"USD {_usd(r.revenue_all_cached)} (all cached) to {_usd(r.revenue_all_uncached)}"
+        mid = ((r.revenue_all_cached * r.revenue_all_uncached) ** 0.5, yi)
+        # above its bar: the axis spans only the data, no empty decades
+        plotting.note(ax, text, mid, (0, 9), va="bottom", ha="center", bbox=_BOX)
     figure = f"the figure: {a.claim_usd:g} USD per GPU-hour"
     ax.axvline(a.claim_usd, color=plotting.PALETTE[3], lw=1.5, label=figure)
     rent = a.rental.usd_per_gpu_hour
     ax.axvline(rent, color="0.4", ls="--", label=f"catalog GB300 price: {rent:g} USD per GPU-hour")
-    ax.set_yticks(
-        y, [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
-    )
+    names = [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
+    ax.set_yticks(y, names)
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
     ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
     ax.set_ylim(-0.6, len(rv) - 0.4)

@@ -7,13 +7,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from rackbook.book import plotting
+from rackbook.core.units import plural
 from rackbook.results import verdicts
 from rackbook.results.single_user import Analysis
-
-
-def _where(a: Analysis) -> str:
-    hw = a.hardware
-    return f"CPU stand-in: {hw}" if not verdicts.gpu_names(a.trace.run) else hw
 
 
 def gaps(a: Analysis) -> Figure:
@@ -33,11 +29,11 @@ def gaps(a: Analysis) -> Figure:
         ax1.xaxis.set_major_formatter(plotting.ticks("g"))
     else:
         ax1.text(0.5, 0.5, "no gaps in this trace", ha="center", transform=ax1.transAxes)
-    plotting.label(ax1, "gap between streamed chunks (ms, log)", "gaps (count)", "Gap histogram")
-    plotting.label(
-        ax2, "gap between streamed chunks (ms, log)", "share of gaps (fraction)", "Gap CDF"
-    )
-    fig.suptitle(f"Gaps of one stream\n({_where(a)})", fontsize=plotting.TEXT_PT)
+    x = "gap between streamed chunks (ms, log)"
+    plotting.label(ax1, x, "gaps (count)", "Gap histogram")
+    plotting.label(ax2, x, "share of gaps (fraction)", "Gap CDF")
+    where = a.hardware if verdicts.gpu_names(a.trace.run) else f"CPU stand-in: {a.hardware}"
+    fig.suptitle(f"Gaps of one stream\n({where})", fontsize=plotting.TEXT_PT)
     return fig
 
 
@@ -57,15 +53,10 @@ def claim_vs_floor(a: Analysis) -> Figure:
     bars = ax.bar(x, share, width=0.5, color=[plotting.PALETTE[2], plotting.PALETTE[0]])
     for b, r in zip(bars, fl.itertuples(), strict=True):
         text = f"{100 * r.claim_share_of_ceiling:.0f} % of {r.ceiling_tok_s:,.0f} tok/s"
-        plotting.note(
-            ax, text, (b.get_x() + b.get_width() / 2, b.get_height()), (0, 4), ha="center"
-        )
-    ticks = [
-        f"{r.reading}\n({r.acceptance_length:g} token{'' if r.acceptance_length == 1 else 's'} "
-        "per step)"
-        for r in fl.itertuples()
-    ]
-    ax.set_xticks(x, ticks)
+        top = (b.get_x() + b.get_width() / 2, b.get_height())
+        plotting.note(ax, text, top, (0, 4), ha="center")
+    steps = [plural(r.acceptance_length, "token") for r in fl.itertuples()]
+    ax.set_xticks(x, [f"{r}\n({s} per step)" for r, s in zip(fl["reading"], steps, strict=True)])
     ax.set_ylim(0, max(130, 1.2 * share.max()))
     plotting.legend(ax, below=-0.22)
     return fig
