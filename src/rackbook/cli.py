@@ -233,7 +233,8 @@ VERBS: dict[str, Verb] = {
             arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
             arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
             switch("--resume", "keep the points finished in --output; record the rest"),
-            switch("--accept-invalid", "keep points whose requests fail the validity checks"),
+            switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
+            switch("--no-progress", "no progress bars"),
         ),
         description="Record one scenario's trace from real vLLM servers (make live-setup). "
         "Parameters and defaults: rackbook.inputs.scenarios and the rerun cards.",

@@ -8,10 +8,11 @@ import json
 import pytest
 from conftest import FIXTURES
 
+from rackbook.cli import build_parser
 from rackbook.core import traces, validity
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import SingleUser
-from rackbook.live.record import MAX_ATTEMPTS, Recorder, build_parser, decide
+from rackbook.live.record import MAX_ATTEMPTS, Recorder, decide
 
 FIX = FIXTURES / "validity"
 
@@ -35,7 +36,7 @@ def test_burst_rows_are_refused_clean_rows_kept():
 
 
 def test_parser_has_accept_invalid():
-    args = build_parser().parse_args(["single-user", "--accept-invalid"])
+    args = build_parser().parse_args(["record", "single-user", "--accept-invalid"])
     assert args.accept_invalid
 
 

@@ -170,6 +170,8 @@ def test_record_argv_round_trip():
         output="out",
         parameter=[["batch_sizes", "8,16"]],
         resume=True,
+        accept_invalid=False,
+        no_progress=True,
     )
     assert record_argv(ns) == [
         "decode-parity",
@@ -177,7 +179,7 @@ def test_record_argv_round_trip():
         "--serve", "--max-num-batched-tokens 512",
         "-o", str(Path.cwd() / "out"),  # relative paths: from the working directory
         "-p", "batch_sizes", "8,16",
-        "--resume",
+        "--resume", "--no-progress",
     ]  # fmt: skip
 
 

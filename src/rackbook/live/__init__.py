@@ -21,7 +21,8 @@ from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_
 from rackbook.paths import resolve
 
 __all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
-_CHILD = "rackbook.live.record"
+#: The recorder in .venv-live: the CLI's ``record`` verb.
+_CHILD = ("-m", "rackbook.cli", "record")
 
 
 def _value(v: Any) -> str:
@@ -41,8 +42,9 @@ def recorder_argv(
     parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     resume: bool = False,
     accept_invalid: bool = False,
+    no_progress: bool = False,
 ) -> list[str]:
-    """``python -m rackbook.live.record`` arguments; None values and ``output`` left out."""
+    """``rackbook record`` arguments; None values and ``output`` left out."""
     argv = [scenario]
     for url in endpoints or ():
         argv += ["--endpoint", str(url)]
@@ -52,7 +54,8 @@ def recorder_argv(
         argv += ["-o", str(output)]
     pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
     argv += [w for name, v in pairs if v is not None for w in ("-p", str(name), _value(v))]
-    return argv + ["--resume"] * resume + ["--accept-invalid"] * accept_invalid
+    flags = {"--resume": resume, "--accept-invalid": accept_invalid, "--no-progress": no_progress}
+    return argv + [flag for flag, on in flags.items() if on]
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
@@ -101,7 +104,7 @@ def record_trace(
     argv = recorder_argv(
         scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
     )
-    rc, lines, err = _run([str(live_python()), "-m", _CHILD, *argv])
+    rc, lines, err = _run([str(live_python()), *_CHILD, *argv])
     if rc == 0:
         return Path(lines[-1]) if lines else out
     said = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -109,7 +112,7 @@ def record_trace(
     if errors and len(parts := errors[-1].split(": ", 2)) == 3:
         raise InputError(*parts)
     last = f": {said[-1][:300]}" if said else ""
-    raise InputError(_CHILD, "-", f"recorder exited with code {rc}{last}")
+    raise InputError("rackbook record", "-", f"recorder exited with code {rc}{last}")
 
 
 def record_argv(args: argparse.Namespace) -> list[str]:
@@ -121,7 +124,8 @@ def record_argv(args: argparse.Namespace) -> list[str]:
         serve=args.serve,
         parameters=args.parameter,
         resume=args.resume,
-        accept_invalid=getattr(args, "accept_invalid", False),
+        accept_invalid=args.accept_invalid,
+        no_progress=args.no_progress,
     )
 
 
@@ -134,7 +138,7 @@ def cli_record(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("vllm") is not None:
         from rackbook.live.record import main
 
-        return main(record_argv(args))
+        return main(args)
     _check_venv()
     if not any(LIVE_VENV.glob("lib/python*/site-packages/rackbook-*.dist-info")):
         why = "live venv incomplete (rackbook is not installed in it): run `make live-setup` again"
@@ -142,7 +146,7 @@ def cli_record(args: argparse.Namespace) -> int:
     py = str(live_python())
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(py, [py, "-m", _CHILD, *record_argv(args)], vllm_environ())
+    os.execve(py, [py, *_CHILD, *record_argv(args)], vllm_environ())
     return 0  # not reached
 
 

@@ -1004,26 +1004,6 @@ def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) ->
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
-    p.add_argument("scenario")
-    p.add_argument("--endpoint", action="append", default=[], help="server URL (repeatable)")
-    p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
-    p.add_argument("-o", "--output", default=None, help="trace folder")
-    p.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
-    )
-    p.add_argument("--resume", action="store_true", help="keep finished points, run the rest")
-    p.add_argument(
-        "--accept-invalid",
-        action="store_true",
-        help="keep points whose requests fail the validity checks (run.json accepted_invalid); "
-        f"also set by {ACCEPT_INVALID_ENV}=1",
-    )
-    p.add_argument("--no-progress", action="store_true")
-    return p
-
-
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
@@ -1095,21 +1075,18 @@ def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(args: argparse.Namespace) -> int:
+    """``rackbook record`` in a Python with vLLM: the trace's path printed last, exit code."""
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
     os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    args = build_parser().parse_args(argv)
     # SIGTERM ends the run as Ctrl-C does; once a server starts, live.server's handler takes over
     signal.signal(signal.SIGTERM, _terminated)
     try:
         out = record(args)
-    except InputError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return 2
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
         ctrl_c = isinstance(exc, KeyboardInterrupt)
@@ -1123,7 +1100,3 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signal.SIGTERM
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
