@@ -26,8 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-from rackbook.core import fsio
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, validity
 from rackbook.core.fsio import atomic_write_json
+from rackbook.core.importers import vllm_bench
 from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import (
@@ -42,6 +47,8 @@ from rackbook.inputs.scenarios import (
 from rackbook.live import bench, cpus
 from rackbook.live import server as server_mod
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
+from rackbook.live.offline import NOTE as OFFLINE_NOTE
+from rackbook.live.offline import OfflineConfig, OfflineEngine
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
@@ -151,8 +158,6 @@ def raw_file(path: Path, need: bool = False) -> Path:
 
 def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
-    from rackbook.core import validity
-
     df = validity.point_validity(trace)
     failed = df["requests"] - df["successful"]
     df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
@@ -274,8 +279,6 @@ class Recorder:
         self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
 
     def _bar(self, desc: str, total: int) -> Any:
-        from tqdm import tqdm
-
         off, err = not self.progress, sys.stderr
         return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
 
@@ -499,10 +502,6 @@ class Recorder:
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
-        import pandas as pd
-
-        from rackbook.core import validity
-
         t = self._point_frames(phase, pt)
         rows, _ = self._metric_rows(pt.point_id)
         if rows:
@@ -590,9 +589,6 @@ class Recorder:
 
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
-        from rackbook.core import validity
-        from rackbook.live.offline import OfflineConfig, OfflineEngine
-
         sc = self.sc
         assert isinstance(sc, DecodeParity)
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
@@ -674,12 +670,6 @@ class Recorder:
 
     def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
         """The point's trace frames: one shard as imported, several merged on one clock."""
-        import numpy as np
-        import pandas as pd
-
-        from rackbook.core import jsonstream, traces
-        from rackbook.core.importers import vllm_bench
-
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
         paths = [raw_file(self.raw / "serve" / name, True) for name in pt.raw_names()]
@@ -716,8 +706,6 @@ class Recorder:
 
     def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
         """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
-        from rackbook.core import jsonstream
-
         mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
         if not mpath.exists():
             return [], 0.0
@@ -732,8 +720,6 @@ class Recorder:
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
         """Online points' frames and ``server_metrics`` rows; token checks noted in ``info``."""
-        import pandas as pd
-
         got = [
             (pt, self._point_frames(phase, pt), *self._metric_rows(pt.point_id))
             for phase in self.phases
@@ -774,8 +760,6 @@ class Recorder:
         return [t for _, t, _, _ in got], [r for _, _, rows, _ in got for r in rows]
 
     def _offline_frame(self, b: int) -> Any:
-        from rackbook.core.importers import vllm_bench
-
         sc = self.sc
         assert isinstance(sc, DecodeParity)
         path = raw_file(self.raw / "offline" / f"b{b}.json", True)
@@ -808,8 +792,6 @@ class Recorder:
                 "starves them and tokens reach the client in bursts). "
             )
         if isinstance(sc, DecodeParity):
-            from rackbook.live.offline import NOTE as OFFLINE_NOTE
-
             notes += "Offline rows: " + OFFLINE_NOTE
         return (notes + notes_extra).strip()
 
@@ -823,10 +805,6 @@ class Recorder:
 
     def convert(self) -> Path:
         """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
-        import pandas as pd
-
-        from rackbook.core import provenance, traces
-
         sc = self.sc
         parts, metric_rows = self._online_parts()
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
@@ -866,11 +844,6 @@ class Recorder:
 
     def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
         """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
-        import numpy as np
-        import pandas as pd
-
-        from rackbook.core import expert_load
-
         sc = self.sc
         assert isinstance(sc, EplbBalance)
         tables: dict[str, Any] = {}
