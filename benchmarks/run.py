@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = str(ROOT / ".venv" / "bin" / "python")
 RACKBOOK = str(ROOT / ".venv" / "bin" / "rackbook")
 GEN = [PY, str(ROOT / "benchmarks" / "generate.py")]
-BUSY = "vllm serve|rackbook.live|EngineCore"
+BUSY = "vllm serve|rackbook.live|rackbook.cli record|EngineCore"
 
 
 def wait_idle() -> None:
