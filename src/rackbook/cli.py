@@ -338,6 +338,7 @@ def parse(
 ) -> argparse.Namespace:
     """The command line read and checked before any work (usage error: ``SystemExit(2)``)."""
     args = (parser or build_parser()).parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (record's re-exec)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
         given = params.read_pairs(args.parameter)

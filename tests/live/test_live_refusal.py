@@ -137,11 +137,16 @@ def test_convert_writes_validity_and_accepted_invalid_into_run_json(tmp_path):
     assert "0 valid requests" in v["reason"]
 
 
-def test_cli_passes_accept_invalid_to_the_recorder(monkeypatch):
-    from rackbook.cli import build_parser as cli_parser
-    from rackbook.live import record_argv
+def test_cli_execs_the_live_venvs_cli_with_the_command_line_as_given(tmp_path, monkeypatch):
+    """Without vLLM here, ``rackbook record`` re-executes .venv-live's CLI on the same words."""
+    from rackbook import cli, live
 
-    args = cli_parser().parse_args(["record", "single-user", "--accept-invalid"])
-    assert record_argv(args)[-1] == "--accept-invalid"
-    args = cli_parser().parse_args(["record", "single-user"])
-    assert "--accept-invalid" not in record_argv(args)
+    (tmp_path / "lib" / "python3" / "site-packages" / "rackbook-0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(live, "LIVE_VENV", tmp_path)
+    monkeypatch.setattr(live, "live_venv_ready", lambda: True)
+    monkeypatch.setattr(live, "live_python", lambda: tmp_path / "python")
+    execs = []
+    monkeypatch.setattr(live.os, "execve", lambda exe, argv, env: execs.append(argv))
+    words = ["record", "single-user", "--accept-invalid", "-o", "rel/out", "--no-progress"]
+    assert cli.main(words) == 0
+    assert execs == [[str(tmp_path / "python"), "-m", "rackbook.cli", *words]]

@@ -20,9 +20,9 @@ from rackbook.errors import InputError
 from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_environ
 from rackbook.paths import resolve
 
-__all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
-#: The recorder in .venv-live: the CLI's ``record`` verb.
-_CHILD = ("-m", "rackbook.cli", "record")
+__all__ = ["cli_record", "record_trace", "recorder_argv"]
+#: The CLI in .venv-live (the recorder: its ``record`` verb).
+_CHILD = ("-m", "rackbook.cli")
 
 
 def _value(v: Any) -> str:
@@ -41,8 +41,6 @@ def recorder_argv(
     serve: str | Iterable[str] | None = None,
     parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
     resume: bool = False,
-    accept_invalid: bool = False,
-    no_progress: bool = False,
 ) -> list[str]:
     """``rackbook record`` arguments; None values and ``output`` left out."""
     argv = [scenario]
@@ -54,8 +52,7 @@ def recorder_argv(
         argv += ["-o", str(output)]
     pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
     argv += [w for name, v in pairs if v is not None for w in ("-p", str(name), _value(v))]
-    flags = {"--resume": resume, "--accept-invalid": accept_invalid, "--no-progress": no_progress}
-    return argv + [flag for flag, on in flags.items() if on]
+    return argv + ["--resume"] * resume
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
@@ -104,7 +101,7 @@ def record_trace(
     argv = recorder_argv(
         scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
     )
-    rc, lines, err = _run([str(live_python()), *_CHILD, *argv])
+    rc, lines, err = _run([str(live_python()), *_CHILD, "record", *argv])
     if rc == 0:
         return Path(lines[-1]) if lines else out
     said = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -113,20 +110,6 @@ def record_trace(
         raise InputError(*parts)
     last = f": {said[-1][:300]}" if said else ""
     raise InputError("rackbook record", "-", f"recorder exited with code {rc}{last}")
-
-
-def record_argv(args: argparse.Namespace) -> list[str]:
-    """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
-    return recorder_argv(
-        args.scenario,
-        output=Path(args.output).absolute() if args.output else None,
-        endpoints=args.endpoint,
-        serve=args.serve,
-        parameters=args.parameter,
-        resume=args.resume,
-        accept_invalid=args.accept_invalid,
-        no_progress=args.no_progress,
-    )
 
 
 def cli_record(args: argparse.Namespace) -> int:
@@ -146,7 +129,7 @@ def cli_record(args: argparse.Namespace) -> int:
     py = str(live_python())
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(py, [py, *_CHILD, *record_argv(args)], vllm_environ())
+    os.execve(py, [py, *_CHILD, *args.argv], vllm_environ())
     return 0  # not reached
 
 
