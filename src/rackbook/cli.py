@@ -227,7 +227,7 @@ VERBS: dict[str, Verb] = {
     "record": Verb(
         "record a scenario from real vLLM servers (live mode)",
         (
-            arg("scenario", f"one of: {', '.join(paths.RESULTS)}", metavar="SCENARIO"),
+            arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
             arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
             arg("--serve", "arguments for `vllm serve` to start one"),
             arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),

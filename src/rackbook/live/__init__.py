@@ -114,10 +114,6 @@ def record_trace(
 
 def cli_record(args: argparse.Namespace) -> int:
     """``rackbook record``: here when this Python has vLLM, else exec of .venv-live's Python."""
-    from rackbook.inputs.scenarios import SCENARIOS
-
-    if args.scenario not in SCENARIOS:
-        raise InputError("-", "scenario", f"{args.scenario!r} is not one of {', '.join(SCENARIOS)}")
     if importlib.util.find_spec("vllm") is not None:
         from rackbook.live.record import main
 
