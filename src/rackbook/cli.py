@@ -69,7 +69,6 @@ class Verb:
     args: tuple[Arg, ...]
     handler: str
     checkout: bool = True
-    description: str | None = None
 
 
 JSON_LAST = switch("--json", "print one JSON object last")
@@ -225,7 +224,7 @@ VERBS: dict[str, Verb] = {
         checkout=False,
     ),
     "record": Verb(
-        "record a scenario from real vLLM servers (live mode)",
+        "record a scenario from real vLLM servers (live mode: make live-setup)",
         (
             arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
             arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
@@ -236,8 +235,6 @@ VERBS: dict[str, Verb] = {
             switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
             switch("--no-progress", "no progress bars"),
         ),
-        description="Record one scenario's trace from real vLLM servers (make live-setup). "
-        "Parameters and defaults: rackbook.inputs.scenarios and the rerun cards.",
         handler="rackbook.live:cli_record",
     ),
     "calibrate": Verb(
@@ -277,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     for name, verb in VERBS.items():
-        s = sub.add_parser(name, help=verb.help, description=verb.description)
+        s = sub.add_parser(name, help=verb.help, description=verb.help)
         for flags, kw in (*verb.args, MAX_INPUT):
             s.add_argument(*flags, **kw)
     return p
