@@ -10,7 +10,7 @@ from conftest import FIXTURES
 
 from rackbook.cli import build_parser
 from rackbook.core import traces, validity
-from rackbook.errors import InputError
+from rackbook.errors import InputError, Terminated
 from rackbook.inputs.scenarios import SingleUser
 from rackbook.live.record import MAX_ATTEMPTS, Recorder, decide
 
@@ -150,3 +150,36 @@ def test_cli_execs_the_live_venvs_cli_with_the_command_line_as_given(tmp_path, m
     words = ["record", "single-user", "--accept-invalid", "-o", "rel/out", "--no-progress"]
     assert cli.main(words) == 0
     assert execs == [[str(tmp_path / "python"), "-m", "rackbook.cli", *words]]
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "said"),
+    [(KeyboardInterrupt(), 130, "interrupted"), (Terminated(15), 143, "terminated by SIGTERM")],
+)
+def test_a_signal_while_recording_stops_the_servers_in_one_line(
+    exc, code, said, tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C, or SIGTERM through the CLI's handler (Terminated), while recording: every server
+    stopped, one line, exit 128 + the signal."""
+    import importlib.util
+
+    import rackbook.live.record as rec
+    from rackbook import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(rec, "vllm_environ", lambda: {})
+    monkeypatch.setattr(rec, "api_key", lambda: None)
+    monkeypatch.setenv("RACKBOOK_LIVE_CPUS", "off")
+    stopped = []
+    monkeypatch.setattr(rec, "stop_all", lambda: stopped.append(True))
+
+    def run(_self):
+        raise exc
+
+    monkeypatch.setattr(rec.Recorder, "run", run)
+    assert cli.main(["record", "single-user", "-o", str(tmp_path / "t")]) == code
+    assert capsys.readouterr().err == f"error: -: -: {said} (servers stopped)\n"
+    assert stopped == [True]

@@ -34,7 +34,7 @@ from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, val
 from rackbook.core.fsio import atomic_write_json
 from rackbook.core.importers import vllm_bench
 from rackbook.core.provenance import scrub, scrub_files
-from rackbook.errors import InputError
+from rackbook.errors import InputError, Terminated
 from rackbook.inputs.scenarios import (
     DecodeParity,
     EplbBalance,
@@ -1043,11 +1043,6 @@ def attach(
     return sc, server
 
 
-def _terminated(signum: int, _frame: object) -> None:
-    server_mod.RECEIVED.append(signum)
-    raise SystemExit(128 + signum)
-
-
 def main(args: argparse.Namespace) -> int:
     """``rackbook record`` in a Python with vLLM: the trace's path printed last, exit code."""
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
@@ -1056,20 +1051,16 @@ def main(args: argparse.Namespace) -> int:
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    # SIGTERM ends the run as Ctrl-C does; once a server starts, live.server's handler takes over
-    signal.signal(signal.SIGTERM, _terminated)
-    try:
+    try:  # signals: the CLI's handlers (Terminated), once a server starts live.server's
         out = record(args)
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
-        ctrl_c = isinstance(exc, KeyboardInterrupt)
-        if not (ctrl_c or server_mod.RECEIVED):
+        if not (isinstance(exc, (KeyboardInterrupt, Terminated)) or server_mod.RECEIVED):
             raise
         stop_all()
-        if ctrl_c or server_mod.RECEIVED[0] == signal.SIGINT:
-            sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
-            return 130
-        sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
-        return 128 + signal.SIGTERM
+        sig = (server_mod.RECEIVED or [getattr(exc, "signum", signal.SIGINT)])[0]
+        name = f"terminated by {signal.Signals(sig).name}" if sig != signal.SIGINT else ""
+        sys.stderr.write(f"error: -: -: {name or 'interrupted'} (servers stopped)\n")
+        return 128 + sig
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
