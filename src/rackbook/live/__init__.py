@@ -36,22 +36,20 @@ def _value(v: Any) -> str:
 def recorder_argv(
     scenario: str,
     *,
-    output: str | Path | None,
+    output: str | Path,
     endpoints: Iterable[str] = (),
     serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+    parameters: Mapping[str, Any] | None = None,
     resume: bool = False,
 ) -> list[str]:
-    """``rackbook record`` arguments; None values and ``output`` left out."""
-    argv = [scenario]
-    for url in endpoints or ():
-        argv += ["--endpoint", str(url)]
+    """``rackbook record`` arguments; parameters whose value is None left out."""
+    argv = [scenario, *(w for url in endpoints for w in ("--endpoint", str(url)))]
     if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    if output is not None:
-        argv += ["-o", str(output)]
-    pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
-    argv += [w for name, v in pairs if v is not None for w in ("-p", str(name), _value(v))]
+    argv += ["-o", str(output)]
+    argv += [
+        w for k, v in (parameters or {}).items() if v is not None for w in ("-p", k, _value(v))
+    ]
     return argv + ["--resume"] * resume
 
 
