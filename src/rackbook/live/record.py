@@ -31,9 +31,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, validity
-from rackbook.core.fsio import atomic_write_json
 from rackbook.core.importers import vllm_bench
-from rackbook.core.provenance import scrub, scrub_files
 from rackbook.errors import InputError, Terminated
 from rackbook.inputs.scenarios import (
     DecodeParity,
@@ -262,7 +260,7 @@ class Recorder:
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
-            if prev.get("parameters") != scrub(self.info["parameters"]):
+            if prev.get("parameters") != provenance.scrub(self.info["parameters"]):
                 why = "differ from this run's: resume with the same -p values"
                 raise InputError(old, "parameters", why)
             keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
@@ -284,7 +282,7 @@ class Recorder:
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands
-        atomic_write_json(self.raw / "record.json", scrub(self.info))
+        fsio.atomic_write_json(self.raw / "record.json", provenance.scrub(self.info))
 
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
@@ -458,7 +456,7 @@ class Recorder:
             {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
-        atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
+        fsio.atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
         pairs = zip(before, after, strict=True)
         gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
@@ -617,7 +615,7 @@ class Recorder:
                     b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
                 )
                 doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
-                atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+                fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
                 reason = validity.refusal(self._offline_frame(b), pid)
                 if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
@@ -657,12 +655,12 @@ class Recorder:
             msg = self.redact(lines[0].rstrip(":") + last)
             raise InputError(self.raw / "record.json", "server", msg) from None
         finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
-            scrub_files(self.raw)
+            provenance.scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
         self._save_info()
-        scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        provenance.scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
         fsio.write_marker(self.raw, "raw")
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
