@@ -2,8 +2,8 @@
 
 Each measured command runs as a child process; wall time is ``time.perf_counter`` around it and
 peak RSS is the child's own ``ru_maxrss`` from ``os.wait4``. Before each heavy step the script
-waits while a live vLLM recording runs on the machine (``pgrep -af "vllm serve|rackbook.live|
-EngineCore"``), so neither distorts the other. Inputs are generated on demand under ``--dir``
+waits while a live vLLM recording runs on the machine (``pgrep -af`` of
+:data:`BUSY`), so neither distorts the other. Inputs are generated on demand under ``--dir``
 (default /tmp/rb-bench, never the repository) by ``benchmarks/generate.py``.
 
 Usage::
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = str(ROOT / ".venv" / "bin" / "python")
 RACKBOOK = str(ROOT / ".venv" / "bin" / "rackbook")
 GEN = [PY, str(ROOT / "benchmarks" / "generate.py")]
-BUSY = "vllm serve|rackbook.live|EngineCore"
+BUSY = "vllm serve|rackbook.live|rackbook.cli record|EngineCore"
 
 
 def wait_idle() -> None:

@@ -1093,8 +1093,8 @@ def record_in_process(monkeypatch):
 @pytest.mark.parametrize(
     "argv,expect",
     [
-        (["no-such-scenario"], "error: -: scenario: 'no-such-scenario' is not one of"),
-        (["../decode-parity"], "error: -: scenario: '../decode-parity' is not one of"),
+        (["no-such-scenario"], "error: -: scenario: invalid choice: 'no-such-scenario'"),
+        (["../decode-parity"], "error: -: scenario: invalid choice: '../decode-parity'"),
         (["decode-parity", "-p", "colour", "red"], "error: -p: colour: unknown parameter"),
         (["decode-parity", "-p", "seed", "zero"], "error: -p: seed: 'zero' is not an integer"),
         (["decode-parity", "-p", "seed", "-1"], "error: -p: seed: must be positive, got -1"),

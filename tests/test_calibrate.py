@@ -356,8 +356,8 @@ def test_an_interrupted_calibrate_leaves_no_save_json_file(monkeypatch, tmp_path
 
     monkeypatch.setattr(calibration, "write_calibration", interrupted)
     saved = tmp_path / "s.json"
-    args = argparse.Namespace(device="cpu", quick=True, model=calibrate.DEFAULT_MODEL,
-                              output=tmp_path / "c", save_json=saved)  # fmt: skip
+    args = argparse.Namespace(device="cpu", quick=True, output=tmp_path / "c", save_json=saved,
+                              argv=["calibrate", "--device", "cpu"])  # fmt: skip
     with pytest.raises(KeyboardInterrupt):
         calibrate._measure_and_write(args, None, tmp_path / "c", saved)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []

@@ -28,7 +28,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 DIR="$(mkdir -p "${1:-_build/live-ci}" && cd "${1:-_build/live-ci}" && pwd)"
 PY=.venv-live/bin/python
-REC=("$PY" -m rackbook.live.record --no-progress)
+REC=("$PY" -m rackbook.cli record --no-progress)
 # The suite checks the harness end to end on sweeps of 2-8 requests per point on a shared
 # machine (one flagged request is 12-50 % of a point, and the attached held server is not
 # pinned): flagged points are kept, and each trace's run.json lists them in accepted_invalid.

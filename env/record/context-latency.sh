@@ -13,5 +13,5 @@ cd "$ROOT"
 OUT="${OUT:-data/traces/context-latency}"
 bash env/live/setup.sh >/dev/null
 .venv-live/bin/python env/live/tiny_model.py >/dev/null
-exec .venv-live/bin/python -m rackbook.live.record context-latency -o "$OUT" \
+exec .venv-live/bin/python -m rackbook.cli record context-latency -o "$OUT" \
   -p context_lengths 128,256,512,1024,2048,3584 -p output_len 128 -p concurrency 1 -p num_requests 8 -p seed 0 "$@"

@@ -15,6 +15,6 @@ cd "$ROOT"
 OUT="${OUT:-data/traces/decode-parity}"
 bash env/live/setup.sh
 .venv-live/bin/python env/live/tiny_model.py
-exec .venv-live/bin/python -m rackbook.live.record decode-parity -o "$OUT" \
+exec .venv-live/bin/python -m rackbook.cli record decode-parity -o "$OUT" \
   -p batch_sizes 8,16,32,64,128,256 -p input_len 64 -p output_len 32 \
   -p prompts_per_batch 8 -p seed 0 "$@"

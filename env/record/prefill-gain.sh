@@ -15,5 +15,5 @@ cd "$ROOT"
 OUT="${OUT:-data/traces/prefill-gain}"
 bash env/live/setup.sh >/dev/null
 .venv-live/bin/python env/live/tiny_model.py >/dev/null
-exec .venv-live/bin/python -m rackbook.live.record prefill-gain -o "$OUT" \
+exec .venv-live/bin/python -m rackbook.cli record prefill-gain -o "$OUT" \
   -p prefix_tokens 2048 -p new_tokens 256 -p num_requests 240 -p output_len 4 -p seed 0 "$@"

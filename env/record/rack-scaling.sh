@@ -15,5 +15,5 @@ cd "$ROOT"
 OUT="${OUT:-data/traces/rack-scaling}"
 bash env/live/setup.sh >/dev/null
 .venv-live/bin/python env/live/tiny_model.py >/dev/null
-exec .venv-live/bin/python -m rackbook.live.record rack-scaling -o "$OUT" \
+exec .venv-live/bin/python -m rackbook.cli record rack-scaling -o "$OUT" \
   -p replicas 1,2 -p input_len 512 -p prefix_len 384 -p output_len 64 -p num_prompts 768 -p concurrency 8 -p seed 0 "$@"

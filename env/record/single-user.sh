@@ -13,5 +13,5 @@ cd "$ROOT"
 OUT="${OUT:-data/traces/single-user}"
 bash env/live/setup.sh >/dev/null
 .venv-live/bin/python env/live/tiny_model.py >/dev/null
-exec .venv-live/bin/python -m rackbook.live.record single-user -o "$OUT" \
+exec .venv-live/bin/python -m rackbook.cli record single-user -o "$OUT" \
   -p input_len 128 -p output_len 512 -p num_requests 32 -p seed 0 "$@"

@@ -69,7 +69,6 @@ class Verb:
     args: tuple[Arg, ...]
     handler: str
     checkout: bool = True
-    description: str | None = None
 
 
 JSON_LAST = switch("--json", "print one JSON object last")
@@ -225,18 +224,17 @@ VERBS: dict[str, Verb] = {
         checkout=False,
     ),
     "record": Verb(
-        "record a scenario from real vLLM servers (live mode)",
+        "record a scenario from real vLLM servers (live mode: make live-setup)",
         (
-            arg("scenario", f"one of: {', '.join(paths.RESULTS)}", metavar="SCENARIO"),
+            arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
             arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
             arg("--serve", "arguments for `vllm serve` to start one"),
             arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
             arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
             switch("--resume", "keep the points finished in --output; record the rest"),
-            switch("--accept-invalid", "keep points whose requests fail the validity checks"),
+            switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
+            switch("--no-progress", "no progress bars"),
         ),
-        description="Record one scenario's trace from real vLLM servers (make live-setup). "
-        "Parameters and defaults: rackbook.inputs.scenarios and the rerun cards.",
         handler="rackbook.live:cli_record",
     ),
     "calibrate": Verb(
@@ -276,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rackbook {__version__}")
     sub = p.add_subparsers(dest="verb", required=True, parser_class=_Parser)
     for name, verb in VERBS.items():
-        s = sub.add_parser(name, help=verb.help, description=verb.description)
+        s = sub.add_parser(name, help=verb.help, description=verb.help)
         for flags, kw in (*verb.args, MAX_INPUT):
             s.add_argument(*flags, **kw)
     return p
@@ -337,6 +335,7 @@ def parse(
 ) -> argparse.Namespace:
     """The command line read and checked before any work (usage error: ``SystemExit(2)``)."""
     args = (parser or build_parser()).parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (record's re-exec)
     params.check_args(args)
     if args.verb == "run" and args.parameter:
         given = params.read_pairs(args.parameter)

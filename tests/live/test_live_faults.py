@@ -201,7 +201,7 @@ def _unchunk(data: bytes) -> bytes:
 
 # ----------------------------------------------------------------------------- recording
 def record(out: Path, url: str, *extra: str, timeout: float = 300, **env: str):
-    args = [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
+    args = [str(live_python()), "-m", "rackbook.cli", "record", "single-user", "-o", str(out),
             "--endpoint", url, "--no-progress", "--accept-invalid", "-p", "model",
             str(TINY_MODEL), "-p", "input_len", "16", "-p", "output_len", str(WINDOW_OUTPUT),
             *extra]  # fmt: skip
@@ -333,7 +333,7 @@ def test_a_signal_stops_everything_and_writes_no_trace(tmp_path, request, sig, w
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
     env = vllm_environ(**dict([marker.split("=", 1)]))
-    args = [str(live_python()), "-m", "rackbook.live.record", "single-user", "-o", str(out),
+    args = [str(live_python()), "-m", "rackbook.cli", "record", "single-user", "-o", str(out),
             "--no-progress", "--accept-invalid", "-p", "num_requests", "200", "-p",
             "input_len", "16", "-p", "output_len", "64"]  # fmt: skip
     held = None

@@ -20,10 +20,11 @@ import pytest
 
 import rackbook.live as live
 from rackbook import paths
+from rackbook.cli import build_parser
 from rackbook.core import traces
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import EplbBalance, RackScaling, scenario
-from rackbook.live.record import CPU_EPLB, Recorder, build_parser
+from rackbook.live.record import CPU_EPLB, Recorder
 from rackbook.live.record import record as record_cli
 
 
@@ -69,7 +70,7 @@ def test_each_notebooks_live_parameters_reach_its_scenario(result, tmp_path):
     values = {name: defaults[expr.id] for name, expr in passed.items()}  # type: ignore[attr-defined]
     for given, check in ((values, True), ({k: _bumped(v) for k, v in values.items()}, False)):
         argv = live.recorder_argv(result, output=tmp_path / "t", parameters=given)
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(["record", *argv])
         sc = scenario(args.scenario, dict(args.parameter), check=check)
         got = sc.parameters()
         assert {k: got[k] for k in given if given[k] is not None} == {
@@ -80,7 +81,7 @@ def test_each_notebooks_live_parameters_reach_its_scenario(result, tmp_path):
 def test_a_notebook_parameter_the_scenario_lacks_is_refused(tmp_path):
     argv = live.recorder_argv("single-user", output=tmp_path / "t", parameters={"prompts": 4})
     with pytest.raises(InputError, match="unknown parameter"):
-        scenario("single-user", dict(build_parser().parse_args(argv).parameter))
+        scenario("single-user", dict(build_parser().parse_args(["record", *argv]).parameter))
 
 
 def test_prefill_gain_plan_two_configs_with_prefix():
@@ -140,7 +141,7 @@ def test_endpoints_remote_allowed_and_counted(tmp_path):
     assert rec._phase_endpoints(rec.phases[0]) == ["http://10.0.0.1:8000"]
     with pytest.raises(InputError, match="uses 2 server"):
         Recorder(sc, tmp_path / "t", endpoints=["http://10.0.0.1:8000"])
-    args = build_parser().parse_args(["single-user", "--endpoint", "ftp://x"])
+    args = build_parser().parse_args(["record", "single-user", "--endpoint", "ftp://x"])
     with pytest.raises(InputError, match="http"):
         record_cli(args)
 
@@ -290,7 +291,7 @@ def test_record_returns_path_and_streams_progress(tmp_path, monkeypatch, capfd):
         monkeypatch,
         "print('[record] point 1/1', file=sys.stderr)\n"
         "print(sys.argv[sys.argv.index('-o') + 1])\n"
-        "assert sys.argv[1:4] == ['-m', 'rackbook.live.record', 'single-user'], sys.argv",
+        "assert sys.argv[1:5] == ['-m', 'rackbook.cli', 'record', 'single-user'], sys.argv",
     )
     p = live.record_trace("single-user", output=tmp_path / "tr", parameters={"output_len": 8})
     assert p == tmp_path / "tr"

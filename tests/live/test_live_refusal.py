@@ -8,10 +8,11 @@ import json
 import pytest
 from conftest import FIXTURES
 
+from rackbook.cli import build_parser
 from rackbook.core import traces, validity
-from rackbook.errors import InputError
+from rackbook.errors import InputError, Terminated
 from rackbook.inputs.scenarios import SingleUser
-from rackbook.live.record import MAX_ATTEMPTS, Recorder, build_parser, decide
+from rackbook.live.record import MAX_ATTEMPTS, Recorder, decide
 
 FIX = FIXTURES / "validity"
 
@@ -35,7 +36,7 @@ def test_burst_rows_are_refused_clean_rows_kept():
 
 
 def test_parser_has_accept_invalid():
-    args = build_parser().parse_args(["single-user", "--accept-invalid"])
+    args = build_parser().parse_args(["record", "single-user", "--accept-invalid"])
     assert args.accept_invalid
 
 
@@ -136,11 +137,49 @@ def test_convert_writes_validity_and_accepted_invalid_into_run_json(tmp_path):
     assert "0 valid requests" in v["reason"]
 
 
-def test_cli_passes_accept_invalid_to_the_recorder(monkeypatch):
-    from rackbook.cli import build_parser as cli_parser
-    from rackbook.live import record_argv
+def test_cli_execs_the_live_venvs_cli_with_the_command_line_as_given(tmp_path, monkeypatch):
+    """Without vLLM here, ``rackbook record`` re-executes .venv-live's CLI on the same words."""
+    from rackbook import cli, live
 
-    args = cli_parser().parse_args(["record", "single-user", "--accept-invalid"])
-    assert record_argv(args)[-1] == "--accept-invalid"
-    args = cli_parser().parse_args(["record", "single-user"])
-    assert "--accept-invalid" not in record_argv(args)
+    (tmp_path / "lib" / "python3" / "site-packages" / "rackbook-0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(live, "LIVE_VENV", tmp_path)
+    monkeypatch.setattr(live, "live_venv_ready", lambda: True)
+    monkeypatch.setattr(live, "live_python", lambda: tmp_path / "python")
+    execs = []
+    monkeypatch.setattr(live.os, "execve", lambda exe, argv, env: execs.append(argv))
+    words = ["record", "single-user", "--accept-invalid", "-o", "rel/out", "--no-progress"]
+    assert cli.main(words) == 0
+    assert execs == [[str(tmp_path / "python"), "-m", "rackbook.cli", *words]]
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "said"),
+    [(KeyboardInterrupt(), 130, "interrupted"), (Terminated(15), 143, "terminated by SIGTERM")],
+)
+def test_a_signal_while_recording_stops_the_servers_in_one_line(
+    exc, code, said, tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C, or SIGTERM through the CLI's handler (Terminated), while recording: every server
+    stopped, one line, exit 128 + the signal."""
+    import importlib.util
+
+    import rackbook.live.record as rec
+    from rackbook import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(rec, "vllm_environ", lambda: {})
+    monkeypatch.setattr(rec, "api_key", lambda: None)
+    monkeypatch.setenv("RACKBOOK_LIVE_CPUS", "off")
+    stopped = []
+    monkeypatch.setattr(rec, "stop_all", lambda: stopped.append(True))
+
+    def run(_self):
+        raise exc
+
+    monkeypatch.setattr(rec.Recorder, "run", run)
+    assert cli.main(["record", "single-user", "-o", str(tmp_path / "t")]) == code
+    assert capsys.readouterr().err == f"error: -: -: {said} (servers stopped)\n"
+    assert stopped == [True]

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import DecodeParity, scenario
-from rackbook.live import record_argv
 from rackbook.live.envfile import Redactor, api_key, read_env_file
 from rackbook.live.record import Recorder, counter_delta, parse_metrics, scrape
 from rackbook.live.server import VllmServer, free_port, group_members
@@ -160,25 +157,6 @@ def test_server_command_never_carries_the_key(tmp_path, monkeypatch):
     assert srv.env["VLLM_API_KEY"] == "secret-key-42"
     with pytest.raises(ValueError, match="--port"):
         VllmServer("m", ["--port", "1"], log_path=tmp_path / "l.log")
-
-
-def test_record_argv_round_trip():
-    ns = argparse.Namespace(
-        scenario="decode-parity",
-        endpoint=["http://127.0.0.1:8000"],
-        serve="--max-num-batched-tokens 512",
-        output="out",
-        parameter=[["batch_sizes", "8,16"]],
-        resume=True,
-    )
-    assert record_argv(ns) == [
-        "decode-parity",
-        "--endpoint", "http://127.0.0.1:8000",
-        "--serve", "--max-num-batched-tokens 512",
-        "-o", str(Path.cwd() / "out"),  # relative paths: from the working directory
-        "-p", "batch_sizes", "8,16",
-        "--resume",
-    ]  # fmt: skip
 
 
 def test_group_members_and_stop_kill_a_whole_process_group(tmp_path):

@@ -90,7 +90,7 @@ def test_record_small_sweep_against_endpoint(tmp_path, tiny_model, held_server):
     assert SECRET not in info["command"]
     out = tmp_path / "trace"
     r = subprocess.run(
-        [str(live_python()), "-m", "rackbook.live.record", "decode-parity", "-o", str(out),
+        [str(live_python()), "-m", "rackbook.cli", "record", "decode-parity", "-o", str(out),
          "--endpoint", url, "--no-progress", *SMALL, "-p", "model", str(tiny_model),
          "--accept-invalid"],  # an unpinned attached server: this checks the harness
         env=env, capture_output=True, text=True, timeout=600,
@@ -160,7 +160,7 @@ def test_sigint_during_recording_leaves_no_vllm_process(tmp_path, tiny_model):
     out = tmp_path / "trace"
     raw = Path(str(out) + ".raw")
     rec = subprocess.Popen(
-        [str(live_python()), "-m", "rackbook.live.record", "decode-parity", "-o", str(out),
+        [str(live_python()), "-m", "rackbook.cli", "record", "decode-parity", "-o", str(out),
          "--no-progress", "-p", "engines", "serve", "-p", "batch_sizes", "64",
          "-p", "prompts_per_batch", "100", "-p", "output_len", "64"],
         env=vllm_environ(), start_new_session=True, stdout=subprocess.DEVNULL,
@@ -214,7 +214,7 @@ def test_resume_after_the_server_died_mid_sweep(tmp_path, tiny_model):
     hold = tmp_path / "hold"
     hold.mkdir()
     # --accept-invalid: this checks resume, not measurement validity
-    args = [str(live_python()), "-m", "rackbook.live.record", "context-latency", "-o", str(out),
+    args = [str(live_python()), "-m", "rackbook.cli", "record", "context-latency", "-o", str(out),
             "--no-progress", "-p", "context_lengths", "32,64,96", "-p", "output_len", "128",
             "-p", "num_requests", "8", "-p", "max_model_len", "256",
             "--accept-invalid"]  # fmt: skip

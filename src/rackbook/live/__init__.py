@@ -20,8 +20,9 @@ from rackbook.errors import InputError
 from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_environ
 from rackbook.paths import resolve
 
-__all__ = ["cli_record", "record_argv", "record_trace", "recorder_argv"]
-_CHILD = "rackbook.live.record"
+__all__ = ["cli_record", "record_trace", "recorder_argv"]
+#: The CLI in .venv-live (the recorder: its ``record`` verb).
+_CHILD = ("-m", "rackbook.cli")
 
 
 def _value(v: Any) -> str:
@@ -35,24 +36,21 @@ def _value(v: Any) -> str:
 def recorder_argv(
     scenario: str,
     *,
-    output: str | Path | None,
+    output: str | Path,
     endpoints: Iterable[str] = (),
     serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+    parameters: Mapping[str, Any] | None = None,
     resume: bool = False,
-    accept_invalid: bool = False,
 ) -> list[str]:
-    """``python -m rackbook.live.record`` arguments; None values and ``output`` left out."""
-    argv = [scenario]
-    for url in endpoints or ():
-        argv += ["--endpoint", str(url)]
+    """``rackbook record`` arguments; parameters whose value is None left out."""
+    argv = [scenario, *(w for url in endpoints for w in ("--endpoint", str(url)))]
     if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    if output is not None:
-        argv += ["-o", str(output)]
-    pairs = parameters.items() if isinstance(parameters, Mapping) else parameters or ()
-    argv += [w for name, v in pairs if v is not None for w in ("-p", str(name), _value(v))]
-    return argv + ["--resume"] * resume + ["--accept-invalid"] * accept_invalid
+    argv += ["-o", str(output)]
+    argv += [
+        w for k, v in (parameters or {}).items() if v is not None for w in ("-p", k, _value(v))
+    ]
+    return argv + ["--resume"] * resume
 
 
 def _run(cmd: list[str]) -> tuple[int, list[str], str]:
@@ -101,7 +99,7 @@ def record_trace(
     argv = recorder_argv(
         scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
     )
-    rc, lines, err = _run([str(live_python()), "-m", _CHILD, *argv])
+    rc, lines, err = _run([str(live_python()), *_CHILD, "record", *argv])
     if rc == 0:
         return Path(lines[-1]) if lines else out
     said = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
@@ -109,32 +107,15 @@ def record_trace(
     if errors and len(parts := errors[-1].split(": ", 2)) == 3:
         raise InputError(*parts)
     last = f": {said[-1][:300]}" if said else ""
-    raise InputError(_CHILD, "-", f"recorder exited with code {rc}{last}")
-
-
-def record_argv(args: argparse.Namespace) -> list[str]:
-    """:func:`recorder_argv` for the CLI's ``args`` (``-o`` from the working directory)."""
-    return recorder_argv(
-        args.scenario,
-        output=Path(args.output).absolute() if args.output else None,
-        endpoints=args.endpoint,
-        serve=args.serve,
-        parameters=args.parameter,
-        resume=args.resume,
-        accept_invalid=getattr(args, "accept_invalid", False),
-    )
+    raise InputError("rackbook record", "-", f"recorder exited with code {rc}{last}")
 
 
 def cli_record(args: argparse.Namespace) -> int:
     """``rackbook record``: here when this Python has vLLM, else exec of .venv-live's Python."""
-    from rackbook.inputs.scenarios import SCENARIOS
-
-    if args.scenario not in SCENARIOS:
-        raise InputError("-", "scenario", f"{args.scenario!r} is not one of {', '.join(SCENARIOS)}")
     if importlib.util.find_spec("vllm") is not None:
         from rackbook.live.record import main
 
-        return main(record_argv(args))
+        return main(args)
     _check_venv()
     if not any(LIVE_VENV.glob("lib/python*/site-packages/rackbook-*.dist-info")):
         why = "live venv incomplete (rackbook is not installed in it): run `make live-setup` again"
@@ -142,7 +123,7 @@ def cli_record(args: argparse.Namespace) -> int:
     py = str(live_python())
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(py, [py, "-m", _CHILD, *record_argv(args)], vllm_environ())
+    os.execve(py, [py, *_CHILD, *args.argv], vllm_environ())
     return 0  # not reached
 
 

@@ -9,7 +9,6 @@ import datetime as _dt
 import importlib.util
 import json
 import math
-import os
 import re
 import shlex
 import shutil
@@ -26,7 +25,6 @@ from rackbook.core import fsio, schema
 from rackbook.core.provenance import hardware_inventory, project_commit, repo_relative
 from rackbook.errors import InputError
 
-DEFAULT_MODEL = "deepseek-v4.1-flash"
 _REFERENCE = paths.DATA / "calibration" / "h200-kernels.reference.json"
 _REF_METHOD = json.loads(_REFERENCE.read_text(encoding="utf-8"))["method"]
 #: The reference H200 measurement's method (run.json ``method`` of a CUDA calibration).
@@ -593,8 +591,7 @@ def _measure_and_write(
         why = f"{missing} not installed here, so the folder cannot be written: add --save-json "
         why += "FILE and convert it with rackbook calibrate --from-json FILE -o DIR where they are"
         raise InputError("-", "-o", why)
-    ours = sys.argv[1:2] == ["calibrate"]  # else called in-process (a test, a notebook)
-    command = "rackbook " + shlex.join(sys.argv[1:] if ours else ["calibrate", *_argv(args)])
+    command = "rackbook " + shlex.join(args.argv)  # as given (cli.parse)
     run, rows = calibrate(args.device or "cuda", cat, quick=args.quick, command=command)
     try:
         if saved is not None:
@@ -638,12 +635,3 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
         if isinstance(v, int | float) and math.isfinite(v) and v > 0:
             parts.append(f"{v:,.0f} TFLOP/s {name}")
     return ", ".join(parts)
-
-
-def _argv(args: argparse.Namespace) -> list[str]:
-    out = ["--device", args.device or "cuda"] + ["--quick"] * bool(args.quick)
-    if args.model != DEFAULT_MODEL:
-        out += ["--model", args.model]
-    for flag, value in (("-o", args.output), ("--save-json", args.save_json)):
-        out += [] if value is None else [flag, os.fspath(value)]
-    return out

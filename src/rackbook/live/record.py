@@ -26,10 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-from rackbook.core import fsio
-from rackbook.core.fsio import atomic_write_json
-from rackbook.core.provenance import scrub, scrub_files
-from rackbook.errors import InputError
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, validity
+from rackbook.core.importers import vllm_bench
+from rackbook.errors import InputError, Terminated
 from rackbook.inputs.scenarios import (
     DecodeParity,
     EplbBalance,
@@ -42,6 +45,8 @@ from rackbook.inputs.scenarios import (
 from rackbook.live import bench, cpus
 from rackbook.live import server as server_mod
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
+from rackbook.live.offline import NOTE as OFFLINE_NOTE
+from rackbook.live.offline import OfflineConfig, OfflineEngine
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
@@ -151,8 +156,6 @@ def raw_file(path: Path, need: bool = False) -> Path:
 
 def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
     """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
-    from rackbook.core import validity
-
     df = validity.point_validity(trace)
     failed = df["requests"] - df["successful"]
     df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
@@ -257,7 +260,7 @@ class Recorder:
         old = self.raw / "record.json"
         if resume and old.exists():
             prev = json.loads(old.read_text(encoding="utf-8"))
-            if prev.get("parameters") != scrub(self.info["parameters"]):
+            if prev.get("parameters") != provenance.scrub(self.info["parameters"]):
                 why = "differ from this run's: resume with the same -p values"
                 raise InputError(old, "parameters", why)
             keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
@@ -274,14 +277,12 @@ class Recorder:
         self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
 
     def _bar(self, desc: str, total: int) -> Any:
-        from tqdm import tqdm
-
         off, err = not self.progress, sys.stderr
         return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
 
     def _save_info(self) -> None:
         self.info["commands"] = self.commands
-        atomic_write_json(self.raw / "record.json", scrub(self.info))
+        fsio.atomic_write_json(self.raw / "record.json", provenance.scrub(self.info))
 
     def _log_name(self, phase: Phase, k: int) -> str:
         if len(self.phases) == 1 and phase.servers == 1:
@@ -455,7 +456,7 @@ class Recorder:
             {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
             for u, b, a in zip(use, before, after, strict=True)
         ]
-        atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
+        fsio.atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
         pairs = zip(before, after, strict=True)
         gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
@@ -499,10 +500,6 @@ class Recorder:
 
     def point_refusal(self, phase: Phase, pt: PlanPoint) -> str | None:
         """The validity check of a finished online point (its raw results and counters)."""
-        import pandas as pd
-
-        from rackbook.core import validity
-
         t = self._point_frames(phase, pt)
         rows, _ = self._metric_rows(pt.point_id)
         if rows:
@@ -590,9 +587,6 @@ class Recorder:
 
     def run_offline(self) -> None:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
-        from rackbook.core import validity
-        from rackbook.live.offline import OfflineConfig, OfflineEngine
-
         sc = self.sc
         assert isinstance(sc, DecodeParity)
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
@@ -621,7 +615,7 @@ class Recorder:
                     b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
                 )
                 doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
-                atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
+                fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
                 windows += doc["measured_s"]
                 reason = validity.refusal(self._offline_frame(b), pid)
                 if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
@@ -661,12 +655,12 @@ class Recorder:
             msg = self.redact(lines[0].rstrip(":") + last)
             raise InputError(self.raw / "record.json", "server", msg) from None
         finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
-            scrub_files(self.raw)
+            provenance.scrub_files(self.raw)
         if isinstance(self.sc, DecodeParity) and "offline" in self.sc.engines:
             self.run_offline()
         self.info["wall_s"] = self.info.get("wall_s", 0.0) + (time.monotonic() - t0)
         self._save_info()
-        scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
+        provenance.scrub_files(self.raw)  # no machine's absolute path in the raw artifacts either
         fsio.write_marker(self.raw, "raw")
         out = self.convert()
         _say(f"trace written: {out} (raw artifacts in {self.raw})")
@@ -674,12 +668,6 @@ class Recorder:
 
     def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
         """The point's trace frames: one shard as imported, several merged on one clock."""
-        import numpy as np
-        import pandas as pd
-
-        from rackbook.core import jsonstream, traces
-        from rackbook.core.importers import vllm_bench
-
         labels = {"config": pt.config, **dict(pt.labels)}
         labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
         paths = [raw_file(self.raw / "serve" / name, True) for name in pt.raw_names()]
@@ -716,8 +704,6 @@ class Recorder:
 
     def _metric_rows(self, pid: str) -> tuple[list[dict[str, Any]], float]:
         """``server_metrics`` rows of a point and its prefix-cache hits (summed deltas)."""
-        from rackbook.core import jsonstream
-
         mpath = raw_file(self.raw / "metrics" / f"{pid}.json")
         if not mpath.exists():
             return [], 0.0
@@ -732,8 +718,6 @@ class Recorder:
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
         """Online points' frames and ``server_metrics`` rows; token checks noted in ``info``."""
-        import pandas as pd
-
         got = [
             (pt, self._point_frames(phase, pt), *self._metric_rows(pt.point_id))
             for phase in self.phases
@@ -774,8 +758,6 @@ class Recorder:
         return [t for _, t, _, _ in got], [r for _, _, rows, _ in got for r in rows]
 
     def _offline_frame(self, b: int) -> Any:
-        from rackbook.core.importers import vllm_bench
-
         sc = self.sc
         assert isinstance(sc, DecodeParity)
         path = raw_file(self.raw / "offline" / f"b{b}.json", True)
@@ -808,8 +790,6 @@ class Recorder:
                 "starves them and tokens reach the client in bursts). "
             )
         if isinstance(sc, DecodeParity):
-            from rackbook.live.offline import NOTE as OFFLINE_NOTE
-
             notes += "Offline rows: " + OFFLINE_NOTE
         return (notes + notes_extra).strip()
 
@@ -823,10 +803,6 @@ class Recorder:
 
     def convert(self) -> Path:
         """Turn every raw result into one trace at ``output`` (core.importers.vllm_bench)."""
-        import pandas as pd
-
-        from rackbook.core import provenance, traces
-
         sc = self.sc
         parts, metric_rows = self._online_parts()
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
@@ -866,11 +842,6 @@ class Recorder:
 
     def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
         """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
-        import numpy as np
-        import pandas as pd
-
-        from rackbook.core import expert_load
-
         sc = self.sc
         assert isinstance(sc, EplbBalance)
         tables: dict[str, Any] = {}
@@ -1004,26 +975,6 @@ def server_version(url: str, key: str | None = None, timeout_s: float = 10.0) ->
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m rackbook.live.record", description=__doc__)
-    p.add_argument("scenario")
-    p.add_argument("--endpoint", action="append", default=[], help="server URL (repeatable)")
-    p.add_argument("--serve", default=None, help="extra `vllm serve` flags (one string)")
-    p.add_argument("-o", "--output", default=None, help="trace folder")
-    p.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
-    )
-    p.add_argument("--resume", action="store_true", help="keep finished points, run the rest")
-    p.add_argument(
-        "--accept-invalid",
-        action="store_true",
-        help="keep points whose requests fail the validity checks (run.json accepted_invalid); "
-        f"also set by {ACCEPT_INVALID_ENV}=1",
-    )
-    p.add_argument("--no-progress", action="store_true")
-    return p
-
-
 def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
@@ -1090,40 +1041,24 @@ def attach(
     return sc, server
 
 
-def _terminated(signum: int, _frame: object) -> None:
-    server_mod.RECEIVED.append(signum)
-    raise SystemExit(128 + signum)
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(args: argparse.Namespace) -> int:
+    """``rackbook record`` in a Python with vLLM: the trace's path printed last, exit code."""
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
     os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    args = build_parser().parse_args(argv)
-    # SIGTERM ends the run as Ctrl-C does; once a server starts, live.server's handler takes over
-    signal.signal(signal.SIGTERM, _terminated)
-    try:
+    try:  # signals: the CLI's handlers (Terminated), once a server starts live.server's
         out = record(args)
-    except InputError as err:
-        sys.stderr.write(f"error: {err}\n")
-        return 2
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
-        ctrl_c = isinstance(exc, KeyboardInterrupt)
-        if not (ctrl_c or server_mod.RECEIVED):
+        if not (isinstance(exc, (KeyboardInterrupt, Terminated)) or server_mod.RECEIVED):
             raise
         stop_all()
-        if ctrl_c or server_mod.RECEIVED[0] == signal.SIGINT:
-            sys.stderr.write("error: -: -: interrupted (servers stopped)\n")
-            return 130
-        sys.stderr.write("error: -: -: terminated by SIGTERM (servers stopped)\n")
-        return 128 + signal.SIGTERM
+        sig = (server_mod.RECEIVED or [getattr(exc, "signum", signal.SIGINT)])[0]
+        name = f"terminated by {signal.Signals(sig).name}" if sig != signal.SIGINT else ""
+        sys.stderr.write(f"error: -: -: {name or 'interrupted'} (servers stopped)\n")
+        return 128 + sig
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
