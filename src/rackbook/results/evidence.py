@@ -181,14 +181,16 @@ class BasisReading:
     def ruled_out(self) -> str | None:
         return self.ruled_by.text() if self.ruled_by else None
 
-    def text(self) -> str:
+    @property
+    def evidence(self) -> str:
+        """The closest point and the near evidence, in words."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
+        return close + (f"; {self.near.text()}" if self.near else "")
+
+    def text(self) -> str:
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        out = as_basis(self.name) + ": "
-        if self.ruled_out:
-            out += f"ruled out by physics ({self.ruled_out}); "
-        out += f"{self.verdict}{margin}; {close}"
-        return out + (f"; near evidence: {self.near.text()}" if self.near is not None else "")
+        ruled = f"ruled out by physics ({self.ruled_out}); " if self.ruled_out else ""
+        return f"{as_basis(self.name)}: {ruled}{self.verdict}{margin}; {self.evidence}"
 
     def as_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self) | {"ruled_out": self.ruled_out}
@@ -456,13 +458,11 @@ def evidence_table(result: str) -> pd.DataFrame:
         row |= dict(as_published=c.value_text, margin=e.margin)
         rows.append(row | {"url": e.closest.url if e.closest else c.source.primary})
         for br in e.bases:
-            close = br.closest.text() if br.closest else "no published point"
-            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
             shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
             margin = f"ruled out by physics: {br.ruled_out}{shown}" if br.ruled_out else br.margin
             row = dict(claim_id=c.id, kind="reading", who=br.name, role="reading", verified=True)
             row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
-            row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
+            row |= dict(comparable=br.evidence, verdict=br.verdict, basis=br.basis)
             rows.append(row | {"url": br.closest.url if br.closest else None})
         for p in pts[pts["claim_id"] == c.id].to_dict("records"):
             gpu, _, how = str(p["system"]).partition(" ")  # "b200 low-latency (single)"
