@@ -136,32 +136,26 @@ def point_text(p: dict[str, Any]) -> str:
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     """The published points nearest a workload's figure (tok/s per GPU), closest first."""
-    doc = published_per_gpu_points()
-    weights: dict[str, float] = doc["weights"]
-    rows = []
+    doc, rows = published_per_gpu_points(), []
     for p in doc["points"]:
         b = basis_mod.Basis(**p["basis"])
         deciding = basis_mod.differences(wb, b, DECIDING_PARTS)
-        noted = basis_mod.differences(wb, b, NOTED_PARTS)
-        value = float(p["value"])
-        like = not deciding and p["role"] == "measurement" and bool(p["verified"])
-        why = [d.text for d in deciding + noted]
+        diffs = deciding + basis_mod.differences(wb, b, NOTED_PARTS)
+        why = [d.text for d in diffs]
         if p["role"] == "analogue":
             why.insert(0, "an analogue")
-        elif not bool(p["verified"]):
+        elif not p["verified"]:
             why.append("not verified first-hand")
-        row = {k: p[k] for k in ("unit", "model", "hardware", "gpus", "url")}
-        row |= dict(id=str(p["id"]), value=value, verified=bool(p["verified"]), basis=b.short())
-        row |= dict(ratio=claimed / value if value > 0 else None, like=like)
-        row |= dict(mismatch="; ".join(why) or "like for like", unverified=not bool(p["verified"]))
-        distance = sum(weights.get(d.part, 1.0) for d in deciding + noted)
-        row["distance"] = distance + (p["role"] != "measurement")
-        row["dist"] = abs(math.log(claimed / value)) if value > 0 else math.inf
-        rows.append(row)
+        value, like = p["value"], not deciding and p["role"] == "measurement" and p["verified"]
+        row = p | dict(basis=b.short(), ratio=claimed / value if value > 0 else None, like=like)
+        row["mismatch"] = "; ".join(why) or "like for like"
+        far = sum(doc["weights"].get(d.part, 1.0) for d in diffs) + (p["role"] != "measurement")
+        dist = abs(math.log(claimed / value)) if value > 0 else math.inf
+        rows.append(((far, not p["verified"], dist, str(p["id"])), row))
     if not rows:
         none = "no published per-GPU throughput point"
         return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
-    rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
+    rows = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
     near = f"closest: {point_text(closest[0])}"
