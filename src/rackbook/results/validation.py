@@ -327,19 +327,15 @@ def held_out_logs(
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
     """Fit on ``points`` and leaving each source out; intervals from held-out errors only."""
     logs = grid_logs(points) if logs is None else logs
-    i = best(logs, _weights(points))
-    fit = grid_fit(i, *held_out_logs(points, logs))
+    fit = grid_fit(best(logs, _weights(points)), *held_out_logs(points, logs))
     held: dict[str, exp_mod.Fit] = {}
     for src in sorted({p.source for p in points}):
         j = _row_without(points, logs, {src})
-        if j is None:
-            held[src] = fit
-            continue
         r, w = held_out_logs(points, logs, frozenset({src}))
-        if not len(r):  # one other source only: its fitted residuals
+        if j is not None and not len(r):  # one other source only: its fitted residuals
             keep = np.array([p.source != src for p in points])
             r, w = logs[j][keep], np.ones(int(keep.sum()))
-        held[src] = grid_fit(j, r, w)
+        held[src] = fit if j is None else grid_fit(j, r, w)
     return FitResult(fit, held, points, logs)
 
 
