@@ -33,17 +33,6 @@ VERDICTS: tuple[str, ...] = VOCABULARY["published"]
 DEPENDS = "depends on basis"
 
 
-@dataclass(frozen=True)
-class PublishedReading:
-    """One claim's published reading: verdict (:data:`VERDICTS`), margin, reason, source URLs."""
-
-    claim_id: str
-    verdict: str
-    margin: str
-    reason: str
-    sources: tuple[str, ...]
-
-
 def published_points(result: str | None = None) -> pd.DataFrame:
     """Every published point, one row each (:data:`POINT_COLUMNS`), in its claim's unit."""
     df = _all_points(str(paths.DATA)).copy()
@@ -68,7 +57,7 @@ def _all_points(data: str) -> pd.DataFrame:
 
 def published_reading(
     claim_id: str, value: float, points: pd.DataFrame, tolerance: float = 0.0
-) -> PublishedReading:
+) -> ClaimReading:
     """``value`` (``points``' unit) ``within`` [min - tolerance, max + tolerance] of ``points``,
     ``above``, ``below`` or ``none published``."""
     second_hand = 0
@@ -82,7 +71,7 @@ def published_reading(
     skipped = skipped if second_hand else ""
     if value is None or not math.isfinite(value) or not len(vals):
         why = "no published point to compare with" if not len(vals) else "the value is unknown"
-        return PublishedReading(claim_id, "none published", "-", why + skipped, ())
+        return ClaimReading(claim_id, "published", "none published", "-", why + skipped)
     lo, hi = float(vals.min()), float(vals.max())
     if value > hi + tolerance or value < lo - tolerance:
         verdict, end, bound = ("above", "highest", hi) if value > hi else ("below", "lowest", lo)
@@ -94,7 +83,7 @@ def published_reading(
     n = plural(len(vals), "published point")
     reason = f"{value_text(value, unit)} against {n}, {pr.span_text(lo, hi, unit)}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
-    return PublishedReading(claim_id, verdict, margin, reason, urls)
+    return ClaimReading(claim_id, "published", verdict, margin, reason, sources=urls)
 
 
 @dataclass(frozen=True)
