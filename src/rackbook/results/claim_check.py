@@ -155,11 +155,11 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     if not rows:
         none = "no published per-GPU throughput point"
         return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
-    rows = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
+    ranked = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
-    closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
+    closest = [{k: r[k] for k in keys} for r in ranked[:CLOSEST]]
     near = f"closest: {point_text(closest[0])}"
-    like = [r for r in rows if r["like"]]
+    like = [r for r in ranked if r["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
         none = f"no verified published measurement of the same basis ({basis_text(wb)}); {near}"
