@@ -93,11 +93,6 @@ class Summary:
     why: str
 
 
-def _k(num: float) -> str:
-    v = round(num)
-    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
-
-
 def _is_num(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
@@ -250,27 +245,24 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     return [conclude(c, readings) for c in reg.for_result(str(result))]
 
 
-def _impossible(bases: list[tuple[str, Any, str]]) -> str:
+def _impossible(bases: list[tuple[str, Any, str, str]]) -> str:
     """``impossible as A (3.94x a GB300's decode ceiling) or as B (2x)``: per (name, ratio or
-    None, where), each place named once in a row."""
+    None, GPU, ceiling), each place named once in a row."""
     out, last = [], None
-    for name, ratio, where in bases:
+    for name, ratio, gpu, ceiling in bases:
+        where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
         shown = "" if ratio is None else f"{ratio:.3g}x" + ("" if where == last else f" {where}")
         out.append(f"as {name}" + (f" ({shown})" if shown else ""))
         last = where if ratio is not None else last
     return "impossible " + " or ".join(out) if out else ""
 
 
-def _where(gpu: str, ceiling: str) -> str:
-    return f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
-
-
 def _ruled_out(pub: Mapping[str, Any]) -> str:
     bases = []
     for e in (e for e in ct.entries(pub) if e.get("ruled_out")):
         by = ct.field(e, "ruled_by")
-        where = _where(str(by.get("gpu") or ""), f"{by.get('limit')} ceiling")
-        bases.append((f"\u201c{e.get('name') or '?'}\u201d", by.get("ratio"), where))
+        name, ceiling = f"\u201c{e.get('name') or '?'}\u201d", f"{by.get('limit')} ceiling"
+        bases.append((name, by.get("ratio"), str(by.get("gpu") or ""), ceiling))
     return _impossible(bases)
 
 
@@ -392,18 +384,13 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     return out
 
 
-def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
-    needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
-    bases = [(needs["name"], needs["ratio"], _where(gpu, needs["ceiling"]))] if needs else []
-    head = _impossible(bases) if needs else _ruled_out(pub)
-    return [head, "".join(f" but possible as {p}" for p in _possible_as(phys))]
-
-
 def _condition(phys: Mapping[str, Any]) -> str:
     cond, wl = ct.field(phys, "condition"), ct.field(phys, "workload")
     if not cond:
         return ""
-    tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
+    isl, osl = (round(wl.get(n) or 0) for n in ("isl", "osl"))
+    k = {n: f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}" for n in (isl, osl)}
+    tail = f" ({k[isl]}-in/{k[osl]}-out workload assumed)" if wl else ""
     return f"{cond['basis']}, it {cond['condition']}{tail}"
 
 
@@ -416,7 +403,12 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     placed = _placed(pub)
     published = placed or _near_finding(pub)
     if word == "depends on what is counted":
-        ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
+        needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
+        gpu = (claim.scope.hardware or " ").split()[0]
+        ruling = _ruled_out(pub)
+        if needs:
+            ruling = _impossible([(needs["name"], needs["ratio"], gpu, needs["ceiling"])])
+        possible = "".join(f" but possible as {p}" for p in _possible_as(phys))
         heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
         heads = [_condition(phys) or _physics_said(phys)]
