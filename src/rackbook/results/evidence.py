@@ -248,7 +248,10 @@ def _basis_readings(
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
             margin += MODELLED_NOTE
-        step = _step(claim, plaus, value, v)
+        step = ""
+        if plaus.divide_by is not None and math.isfinite(v):  # 954,000 / 7.9 = 120,759 tok/s/GPU
+            other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by).value
+            step = f"{pr.number_text(value)} / {other:g} = {value_text(v, unit)}"
         kw: dict[str, Any] = dict(basis=cb.short(), sources=read.sources, modelled=modelled)
         kw |= dict(decided_on=tuple(str(r["id"]) for r in deciding), step=step)
         kw["closest"] = _closest(cb, v, unit, rows) if rows else None
@@ -257,14 +260,6 @@ def _basis_readings(
         kw["ruled_by"] = cmp.ruled_out(claim, plaus, value)
         out.append(BasisReading(plaus.name, read.verdict, margin, **kw))
     return out
-
-
-def _step(claim: claims_registry.Claim, plaus: cmp.Plausible, value: float, v: float) -> str:
-    """``954,000 / 7.9 = 120,759 tok/s/GPU`` where another claim's figure divides the value."""
-    if plaus.divide_by is None or not math.isfinite(v):
-        return ""
-    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by)
-    return f"{pr.number_text(value)} / {other.value:g} = {value_text(v, _unit_of(claim))}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -325,22 +320,21 @@ class ClaimEvidence:
     list_price: dict[str, object] | None = None
 
 
-def _top(brs: list[BasisReading]) -> list[BasisReading]:
+def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
+    """The bases whose closest points are closest (one holding the figure first), and in words."""
     ranked = [
         ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
     ]
     top = [b for r, b in ranked if r == min(r for r, _ in ranked)]
-    return sorted(top, key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
-
-
-def _closest_margin(top: list[BasisReading]) -> str:
-    closest = top[0].closest
-    assert closest is not None
-    kind = _KINDS["modelled" if closest.modelled else closest.kind][1]
+    top.sort(key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
+    c = top[0].closest if top else None
+    if c is None:
+        return top, "-"
+    kind = _KINDS["modelled" if c.modelled else c.kind][1]
     if len(top) == 1:
-        return f"{kind}: {closest.span()}"
+        return top, f"{kind}: {c.span()}"
     each = "; ".join(f"{as_basis(br.name)}: {br.closest.span()}" for br in top if br.closest)
-    return f"{kind}, on {len(top)} bases equally close: {each}"
+    return top, f"{kind}, on {len(top)} bases equally close: {each}"
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
@@ -352,9 +346,8 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     mine = pts[pts["claim_id"] == claim_id]
     brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
     out_names = tuple(br.name for br in brs if br.ruled_out)
-    top = _top([br for br in brs if not br.ruled_out] or brs)
+    top, margin = _top([br for br in brs if not br.ruled_out] or brs)
     closest_basis = top[0].name if top else None
-    margin = _closest_margin(top) if top else "-"
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
@@ -363,7 +356,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin += f"; {cmp.near_text(near)}"
     top_list = highest_list_price(mine, value)
     if top_list:
-        margin += f"; {list_price_text(top_list)}"
+        margin += f"; {top_list.pop('text')}"
     if out_names:
         shown = [as_basis(n) for n in out_names]
         names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
@@ -382,7 +375,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
 
 def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, object] | None:
     """The highest list price ($/GPU-hour) of a claim's points: ``value``, ``who``, ``verified``,
-    ``ratio`` (the claim's figure over it); None without one."""
+    ``ratio`` (the claim's figure over it), ``text``; None without one."""
     if "price_kind" not in points.columns:
         return None
     lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
@@ -393,16 +386,10 @@ def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, o
     hw, price = text_or_none(r["hardware"]), float(r["value"])
     ratio = value / price if value is not None and math.isfinite(value) else None
     who = f"{r['submitter']}{', ' + hw if hw else ''}"
-    return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio)
-
-
-def list_price_text(lp: Mapping[str, object]) -> str:
-    """``highest list price: $18.00/GPU-hour (Oracle ..., NOT VERIFIED), the claim 2.16x it``."""
-    flag = "" if lp["verified"] else ", NOT VERIFIED"
-    ratio = lp["ratio"]
-    tail = f", the claim {pr.ratio_text(ratio)} it" if isinstance(ratio, float) else ""
-    price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
-    return f"highest list price: {price} ({lp['who']}{flag}){tail}"
+    said = f"{who}{'' if r['verified'] else ', NOT VERIFIED'}"
+    tail = f", the claim {pr.ratio_text(ratio)} it" if ratio is not None else ""
+    text = f"highest list price: {value_text(price, '$/GPU-hour')} ({said}){tail}"
+    return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio, text=text)
 
 
 #: What the reader must know before a claim's published reading (chapters declare it).
