@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,22 +68,17 @@ def workload_basis(
     b |= dict(workload=basis_mod.UNKNOWN, serving=basis_mod.UNKNOWN, isl=whole(isl), osl=whole(osl))
     b["engine"] = engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN
     b["concurrency"] = whole(concurrency)
-    return basis_mod.make(b | speculation_parts(speculation), claim=True)
-
-
-def speculation_parts(method: str | None) -> dict[str, str | None]:
-    """``--speculation``'s basis parts: a word other than none/real/simulated is a draft method."""
-    m = (method or "").strip().lower()
-    if not m:
-        return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
-    if m in ("none", "real", "simulated"):
-        return {"speculation": m, "spec_method": None}
-    return {"speculation": "real", "spec_method": m}
+    m = (speculation or "").strip().lower()  # a word other than none/real/simulated: a method
+    kind = m in ("none", "real", "simulated")
+    b["speculation"] = m if kind else "real" if m else basis_mod.UNKNOWN
+    b["spec_method"] = None if kind or not m else m
+    return basis_mod.make(b, claim=True)
 
 
 def basis_text(wb: basis_mod.Basis) -> str:
-    spec = f"speculation {wb.speculation}"
-    return wb.short().replace(spec, f"{spec} ({wb.spec_method})") if wb.spec_method else wb.short()
+    """:meth:`Basis.short` naming the draft method beside the speculation: ``real (eagle)``."""
+    spec = f"{wb.speculation} ({wb.spec_method})" if wb.spec_method else wb.speculation
+    return replace(wb, speculation=spec).short()
 
 
 _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
