@@ -193,9 +193,8 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
-    names = "precision isl osl tpot_ms prefill_gpus decode_gpus context".split()
-    kw |= {k: spec.get(k) for k in names}
+    names = "counted phase model gpu precision isl osl tpot_ms prefill_gpus decode_gpus context"
+    kw: dict[str, Any] = {k: spec.get(k) for k in names.split()}
     kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
     return Point(pid, src, spec["primary"], measured, **kw)
@@ -424,7 +423,7 @@ def cli_validate(args: argparse.Namespace) -> int:
         )
     else:
         rep = report(points, exp_mod.load_fit())
-    rep["excluded"] = [{"id": x.id, "source": x.source, "reason": x.reason} for x in excluded]
+    rep["excluded"] = [vars(x) for x in excluded]
     for x in rep["points"]:
         print(
             f"  {x['source']}: {x['id']}: measured {x['measured']:,.0f}, expected "
