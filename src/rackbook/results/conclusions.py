@@ -272,17 +272,6 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
     return [f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)" for b in ok]
 
 
-def _derived(r: Mapping[str, Any]) -> str:
-    d = ct.field(r, "derived")
-    if not _is_num(d.get("value")):
-        return ""
-    value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
-    how, source = f": {d['how']}" if d.get("how") else "", source or "the specifications"
-    if d.get("exact"):
-        return f"exactly what {source} give ({value}{how})"
-    return f"{source} give {value}, not the claim's figure"
-
-
 def _physics_said(r: Mapping[str, Any]) -> str:
     """:func:`say` of a physics reading with its margin, else its reason when short."""
     reason = str(r.get("reason") or "")
@@ -291,11 +280,18 @@ def _physics_said(r: Mapping[str, Any]) -> str:
 
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
-    margin, ruled = _margin(r), _ruled_out(pub)
+    """The bases physics rules out, else what the specifications give, else :func:`say`'s."""
+    margin, ruled, d = _margin(r), _ruled_out(pub), ct.field(r, "derived")
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
         return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
-    return _derived(r) or _physics_said(r)
+    if not _is_num(d.get("value")):
+        return _physics_said(r)
+    value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
+    how, source = f": {d['how']}" if d.get("how") else "", source or "the specifications"
+    if d.get("exact"):
+        return f"exactly what {source} give ({value}{how})"
+    return f"{source} give {value}, not the claim's figure"
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
