@@ -110,14 +110,9 @@ class Closest:
     setup: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        lists = {
-            "differences": [d.text for d in self.differences],
-            "differing": [dataclasses.asdict(d) for d in self.differences],
-            "tied": list(self.tied),
-            "source": list(self.source),
-            "who": self.who,
-        }
-        return dataclasses.asdict(self) | lists
+        d = dataclasses.asdict(self)
+        d |= dict(differing=list(d["differences"]), differences=[x.text for x in self.differences])
+        return d | dict(tied=list(self.tied), source=list(self.source), who=self.who)
 
     @property
     def who(self) -> str:
@@ -219,11 +214,10 @@ def _candidates(
             continue  # a node-scale reading takes node-scale points only
         diffs = cmp.differences(cb, b, claim.id)
         decisive = [d for d in diffs if d.part in DECISIVE[claim.id]]
-        if plaus.cross_check and plaus.max_gpus is not None:  # a node of unstated size
-            node = Difference("gpu_count", int(r["gpus"]), "a node, size not stated")
-            diffs, decisive = [node, *diffs], [node, *decisive]
-        elif plaus.cross_check:  # derived from another claim: shown, never like for like
+        if plaus.cross_check:  # a node of unstated size, or derived: shown, never like for like
             how = Difference("counting", "derived from the rack claim at published prices")
+            if plaus.max_gpus is not None:
+                how = Difference("gpu_count", int(r["gpus"]), "a node, size not stated")
             diffs, decisive = [how, *diffs], [how, *decisive]
         rows.append((r, diffs, decisive))
     return rows
@@ -248,10 +242,9 @@ def _basis_readings(
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
             margin += MODELLED_NOTE
-        step = ""
-        if plaus.divide_by is not None and math.isfinite(v):  # 954,000 / 7.9 = 120,759 tok/s/GPU
-            other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by).value
-            step = f"{pr.number_text(value)} / {other:g} = {value_text(v, unit)}"
+        step = ""  # 954,000 / 7.9 = 120,759 tok/s/GPU where another claim's figure divides it
+        if plaus.divide_by is not None and math.isfinite(v):
+            step = f"{pr.number_text(value)} / {plaus.scale / scale:g} = {value_text(v, unit)}"
         kw: dict[str, Any] = dict(basis=cb.short(), sources=read.sources, modelled=modelled)
         kw |= dict(decided_on=tuple(str(r["id"]) for r in deciding), step=step)
         kw["closest"] = _closest(cb, v, unit, rows) if rows else None
