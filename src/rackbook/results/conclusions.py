@@ -179,17 +179,6 @@ def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> 
     return head + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
 
 
-def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
-    if every:
-        where = "" if len(entries) == 1 else f" on any of its {len(entries)} plausible bases"
-        near = r.get("closest")
-    else:
-        where = " as " + _names([str(e.get("name") or e.get("basis") or "?") for e in entries])
-        near = entries[0].get("closest")
-    text = f"No like-for-like measurement is published{where}"
-    return text + (f" (closest, which does not decide: {_closest(near)})" if near else "") + "."
-
-
 def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
     """A published reading per basis: the bases physics rules out, then one sentence per
     verdict (and kind of point) naming its bases."""
@@ -203,10 +192,16 @@ def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
     for e in entries:
         groups.setdefault((str(e.get("verdict", "")), bool(e.get("modelled"))), []).append(e)
     for (verdict, modelled), es in groups.items():
-        if verdict == "none published":
-            out.append(_none_published(r, es, len(es) == len(entries)))
-            continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
+        if verdict == "none published":
+            every = len(es) == len(entries)
+            where = f" on any of its {len(es)} plausible bases" if len(es) > 1 else ""
+            where, near = (
+                (where, r.get("closest")) if every else (f" as {names}", es[0].get("closest"))
+            )
+            aside = f" (closest, which does not decide: {_closest(near)})" if near else ""
+            out.append(f"No like-for-like measurement is published{where}{aside}.")
+            continue
         sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
         body = _body("published", figure, sub, "", MODELLED if modelled else POINT)
         out.append(f"As {names}, {body}.")
