@@ -184,19 +184,15 @@ class BasisReading:
 
 
 def _who(r: pd.Series) -> tuple[str, ...]:
-    parts, names = [str(r["submitter"])], catalogs.display_names()
+    """A point's submitter, hardware x GPUs (or N GPUs), model and engine."""
+    names, gpus = catalogs.display_names(), pr.int_or_none(r["gpus"])
     hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
-    gpus = r["gpus"]
-    if hw:
-        parts.append(f"{hw}" + ("" if pd.isna(gpus) else f" x {int(gpus)}"))
-    elif not pd.isna(gpus):
-        parts.append(f"{int(gpus)} GPUs")
-    if text_or_none(r["model"]):
-        parts.append(names.get(str(r["model"]), str(r["model"])))
-    if text_or_none(r["engine"]):
-        parts.append(str(r["engine"]).split(",")[0])
-    return tuple(parts)
+    count = None if gpus is None else f" x {gpus}" if hw else f"{gpus} GPUs"
+    model, engine = text_or_none(r["model"]), text_or_none(r["engine"])
+    engine = engine and engine.split(",")[0]
+    parts = (f"{hw or ''}{count or ''}", model and names.get(model, model), engine)
+    return (str(r["submitter"]), *(p for p in parts if p))
 
 
 def _candidates(
@@ -290,12 +286,6 @@ def _unit_of(claim: claims_registry.Claim) -> str:
     return units.get(claim.id, claim.unit)
 
 
-def combine(readings: list[BasisReading]) -> str:
-    """The deciding bases' one verdict, else :data:`DEPENDS` (``none published``: none decides)."""
-    decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
-    return (decided or ["none published"])[0] if len(decided) <= 1 else DEPENDS
-
-
 @dataclass(frozen=True)
 class ClaimEvidence:
     """A claim's published evidence over its named bases (``closest``: those physics allows)."""
@@ -344,6 +334,8 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
+    verdicts = list(dict.fromkeys(br.verdict for br in decided))  # bases that disagree: DEPENDS
+    verdict = DEPENDS if len(verdicts) > 1 else (verdicts or ["none published"])[0]
     near = cmp.near_summary(brs, closest_basis)
     if near:
         margin += f"; {cmp.near_text(near)}"
@@ -363,7 +355,7 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     closest = top[0].closest if top else None
     kw: dict[str, Any] = dict(near=near, ruled_out=out_names, list_price=top_list)
     kw["closest_basis"] = closest_basis
-    return ClaimEvidence(claim_id, combine(brs), margin, reason, sources, tuple(brs), closest, **kw)
+    return ClaimEvidence(claim_id, verdict, margin, reason, sources, tuple(brs), closest, **kw)
 
 
 def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, object] | None:
