@@ -86,28 +86,17 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 
 def build_per_gpu_points() -> dict[str, Any]:
     """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
-    import pandas as pd
-
     from rackbook.results import evidence
     from rackbook.results.comparability import WEIGHTS
-    from rackbook.results.published_rows import PER_GPU
+    from rackbook.results.published_rows import PER_GPU, int_or_none
 
-    pts = evidence.published_points()
-    pts = pts[
-        pts["unit"].astype(str).str.endswith(PER_GPU)
-        & pts["value"].notna()
-        & (pts["role"] != "context")
-    ]
-    out = []
-    for _, p in pts.iterrows():
-        b = p["basis"]
-        if not isinstance(b, basis_mod.Basis):
-            continue
-        rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
-        rec |= dict(
-            verified=bool(p["verified"]), gpus=None if pd.isna(p["gpus"]) else int(p["gpus"])
-        )
-        out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
+    pts, out = evidence.published_points(), []
+    per_gpu = pts["unit"].astype(str).str.endswith(PER_GPU) & pts["value"].notna()
+    for p in pts[per_gpu & (pts["role"] != "context")].to_dict("records"):
+        if isinstance(b := p["basis"], basis_mod.Basis):
+            rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
+            rec |= dict(verified=bool(p["verified"]), gpus=int_or_none(p["gpus"]))
+            out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
     return {"points": out, "weights": WEIGHTS}
 
 
@@ -173,26 +162,22 @@ def this_run(
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
         return CheckVerdict("untested", "no trace given (--trace DIR)")
-    import pandas as pd
-
     from rackbook.core.traces import read_trace
     from rackbook.results import rack_scaling, verdicts
 
     t = read_trace(Path(trace_dir))
-    acc = rack_scaling.token_accounting(t)
-    col, column = counted, f"{counted}_tok_s_per_gpu"
-    per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
-    if acc.empty or per_gpu.isna().all():
+    acc, column = rack_scaling.token_accounting(t), f"{counted}_tok_s_per_gpu"
+    if acc.empty or column not in acc or acc[column].isna().all():
         return CheckVerdict(
             "untested",
-            f"{trace_dir}: no point with a GPU count and {col} tokens (rackbook import "
+            f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
-    top = acc.loc[per_gpu.idxmax()]
+    top = acc.loc[acc[column].astype(float).idxmax()]
     key = model.lower().replace(" ", "-").replace("_", "-").removeprefix("deepseek-")
     rate = float(top[column])
     kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
-    kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
+    kw["what"] = f"{counted} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
     r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
     return CheckVerdict(r.verdict, r.reason)
