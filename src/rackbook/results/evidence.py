@@ -47,10 +47,8 @@ def _all_points(data: str) -> pd.DataFrame:
     reg = pr.registries(data)[0]
     df = pr.load_rows(data)
     df["comparable"] = [cmp.mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
-    used: set[str] = set()
-    for c in reg.claims:
-        for br in _basis_readings(c, c.value, df[df["claim_id"] == c.id]):
-            used.update(br.decided_on)
+    mine = ((c, df[df["claim_id"] == c.id]) for c in reg.claims)
+    used = {i for c, pts in mine for br in _basis_readings(c, c.value, pts) for i in br.decided_on}
     df["used"] = df["id"].isin(used).astype(bool)
     return df
 

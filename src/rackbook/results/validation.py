@@ -249,13 +249,6 @@ def _weights(points: list[Point]) -> np.ndarray:
     return np.array([1.0 / counts[p.source] for p in points])
 
 
-def grid_logs(points: list[Point]) -> np.ndarray:
-    """log(measured / expected): points in columns, grid fits in rows (efficiency outer)."""
-    fits = [exp_mod.Fit(e, lay, 0.0, 0.0) for e in EFFICIENCIES for lay in LAYER_S]
-    logs = [[math.log(max(predict(p, f).ratio, 1e-12)) for p in points] for f in fits]
-    return np.array(logs, dtype=float).reshape(len(fits), len(points))
-
-
 def best(logs: np.ndarray, weights: np.ndarray) -> int:
     """The grid row minimising the weighted squared log error (weight 0: not fitted)."""
     return int(np.argmin((logs**2 * weights).sum(axis=1)))
@@ -325,7 +318,10 @@ def held_out_logs(
 
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
     """Fit on ``points`` and leaving each source out; intervals from held-out errors only."""
-    logs = grid_logs(points) if logs is None else logs
+    if logs is None:  # log(measured / expected): grid fits (efficiency outer) in rows
+        fits = [exp_mod.Fit(e, lay, 0.0, 0.0) for e in EFFICIENCIES for lay in LAYER_S]
+        rows = [[math.log(max(predict(p, f).ratio, 1e-12)) for p in points] for f in fits]
+        logs = np.array(rows, dtype=float).reshape(len(fits), len(points))
     fit = grid_fit(best(logs, _weights(points)), *held_out_logs(points, logs))
     held: dict[str, exp_mod.Fit] = {}
     for src in sorted({p.source for p in points}):
