@@ -85,7 +85,7 @@ def _difference(d: Mapping[str, Any]) -> str:
     if part == "speculation" and "simulated" in (point, claim):
         return "simulated acceptance"
     words = DIFFERENCE_WORDS.get(part, f"another {NAMES.get(part, part)}")
-    point, claim = (f"{int(v):,}" if str(v).isdigit() else str(v) for v in (point, claim))
+    point, claim = (f"{int(str(v)):,}" if str(v).isdigit() else str(v) for v in (point, claim))
     return words if d.get("claim") is None else f"{words} ({point}, the claim {claim})"
 
 
@@ -178,8 +178,6 @@ def certainties(
     result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
 ) -> list[Certainty]:
     """The certainty of each claim of ``result`` with readings, in registry order."""
-    mine: dict[str, list[Mapping[str, Any]]] = {}
-    for r in readings:
-        mine.setdefault(str(r.get("claim_id")), []).append(r)
-    claims = (registry or load_claims()).for_result(result)
-    return [certainty(mine[c.id], c) for c in claims if c.id in mine]
+    rs, claims = list(readings), (registry or load_claims()).for_result(result)
+    mine = [(c, [r for r in rs if r.get("claim_id") == c.id]) for c in claims]
+    return [certainty(of, c) for c, of in mine if of]
