@@ -31,6 +31,8 @@ from rackbook.results.registry import ChapterTable
 #: The verdict words of the "published evidence" reading; :data:`DEPENDS` where bases disagree.
 VERDICTS: tuple[str, ...] = VOCABULARY["published"]
 DEPENDS = "depends on basis"
+#: The unit a claim's published points are read in, where it is not the claim's own.
+_UNITS = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
 
 
 def published_points(result: str | None = None) -> pd.DataFrame:
@@ -231,7 +233,7 @@ def _basis_readings(
         ]
         deciding = [r for r in like if r["verified"]]
         read = published_reading(claim.id, v, pd.DataFrame(like), tolerance * scale)
-        unit = _unit_of(claim)
+        unit = _UNITS.get(claim.id, claim.unit)
         margin = "-" if read.verdict == "none published" else read.margin
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
@@ -277,11 +279,6 @@ def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]
 def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
     r, diffs, _ = row
     return (cmp.score(diffs), not bool(r["verified"]), str(r["id"]))
-
-
-def _unit_of(claim: claims_registry.Claim) -> str:
-    units = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
-    return units.get(claim.id, claim.unit)
 
 
 @dataclass(frozen=True)

@@ -113,9 +113,6 @@ def _row_value(row: Any, *names: str) -> float | None:
     return next((v for v in vals if v is not None and math.isfinite(v)), None)
 
 
-_Rows = dict[tuple[str, str], dict[str, Any]]
-
-
 def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
     """The points of the mapping (default :data:`MAPPING`) and those it excludes (InputError)."""
     file = Path(path) if path is not None else paths.DATA / MAPPING
@@ -148,7 +145,7 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
 
 
 def _point(
-    file: Path, where: str, pid: str, spec: dict[str, Any], rows: _Rows, figs: dict[str, Any]
+    file: Path, where: str, pid: str, spec: dict[str, Any], rows: dict[tuple, Any], figs: dict
 ) -> Point:
     src, ttft, tpot, conc = str(spec["source"]), None, None, None
     if "figure" in spec:
