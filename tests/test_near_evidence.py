@@ -219,7 +219,7 @@ def test_near_evidence_raises_the_certainty_and_is_printed():
         c = cc.conclude(reg.get(cid), [asdict(ev.reading(cid, registry=reg))])
         grades[cid] = c.grade
         assert c.certainty.reasons[0].endswith("near published points")
-        assert any(t.startswith("Near evidence, which does not decide:") for t in c.sentences)
+        assert any(t.startswith("Near evidence, which does not decide") for t in c.sentences)
         assert any(
             r.startswith("corroborated by: near points on both sides") for r in c.certainty.reasons
         )

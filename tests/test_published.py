@@ -765,7 +765,7 @@ def test_prefill_gain_reads_vllms_own_prefill_table():
 def test_bad_prefill_table_is_one_error_line(tmp_path):
     bad = tmp_path / "t.js"
     bad.write_text('const DATA = [{ cfg: "TP4", rows: [{ p: "1K", off: 1, eager: 1, graph: 0 }]}];')
-    with pytest.raises(InputError, match=r"DATA\[0\]\.rows\[0\]\.graph: must be a TTFT"):
+    with pytest.raises(InputError, match=r"t.js: DATA\[0\]\.rows\[0\]\.graph: must be > 0"):
         published_rows.load_prefill_table(bad)
 
 

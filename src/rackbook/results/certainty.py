@@ -85,12 +85,8 @@ def _difference(d: Mapping[str, Any]) -> str:
     if part == "speculation" and "simulated" in (point, claim):
         return "simulated acceptance"
     words = DIFFERENCE_WORDS.get(part, f"another {NAMES.get(part, part)}")
-    return words if claim is None else f"{words} ({_value(point)}, the claim {_value(claim)})"
-
-
-def _value(v: object) -> str:
-    text = str(v)
-    return f"{int(text):,}" if text.isdigit() else text
+    point, claim = (f"{int(str(v)):,}" if str(v).isdigit() else str(v) for v in (point, claim))
+    return words if d.get("claim") is None else f"{words} ({point}, the claim {claim})"
 
 
 def side(lo: object, hi: object) -> str:
@@ -144,17 +140,6 @@ def _evidence(
     return 1, [_reason("rests on", "physics bounds only")]
 
 
-def _held_back(pub: Mapping[str, Any], near: Mapping[str, Any]) -> list[Reason]:
-    closest = field(pub, "closest")
-    if near.get("points") and not near.get("verified"):
-        return [_reason("held back by", "near points read only second-hand (NOT VERIFIED)")]
-    if closest and closest.get("kind") == "analogue" and not near.get("points"):
-        return [_reason("held back by", "analogues only")]
-    if not closest and not near:
-        return [_reason("held back by", "no comparable published point")]
-    return []
-
-
 def certainty(
     readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
 ) -> Certainty:
@@ -175,7 +160,15 @@ def certainty(
         level += placed  # without a placing, "confirmed by" moves nothing
         reasons.append(_reason("raised by" if placed else "confirmed by", stated, "exact match"))
     elif level < 3 and not placed:
-        reasons += _held_back(pub, near)
+        closest = field(pub, "closest")
+        if near.get("points") and not near.get("verified"):
+            reasons.append(
+                _reason("held back by", "near points read only second-hand (NOT VERIFIED)")
+            )
+        elif closest and closest.get("kind") == "analogue" and not near.get("points"):
+            reasons.append(_reason("held back by", "analogues only"))
+        elif not closest and not near:
+            reasons.append(_reason("held back by", "no comparable published point"))
     if run.get("verdict") == "untested" and run.get("synthetic"):
         reasons.append(_reason("held back by", "a synthetic input"))
     return Certainty(cid, max(1, min(4, level)), tuple(reasons))
@@ -185,8 +178,6 @@ def certainties(
     result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
 ) -> list[Certainty]:
     """The certainty of each claim of ``result`` with readings, in registry order."""
-    mine: dict[str, list[Mapping[str, Any]]] = {}
-    for r in readings:
-        mine.setdefault(str(r.get("claim_id")), []).append(r)
-    claims = (registry or load_claims()).for_result(result)
-    return [certainty(mine[c.id], c) for c in claims if c.id in mine]
+    rs, claims = list(readings), (registry or load_claims()).for_result(result)
+    mine = [(c, [r for r in rs if r.get("claim_id") == c.id]) for c in claims]
+    return [certainty(of, c) for c, of in mine if of]

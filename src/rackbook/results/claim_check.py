@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,22 +68,17 @@ def workload_basis(
     b |= dict(workload=basis_mod.UNKNOWN, serving=basis_mod.UNKNOWN, isl=whole(isl), osl=whole(osl))
     b["engine"] = engine.strip() if engine and engine.strip() else basis_mod.UNKNOWN
     b["concurrency"] = whole(concurrency)
-    return basis_mod.make(b | speculation_parts(speculation), claim=True)
-
-
-def speculation_parts(method: str | None) -> dict[str, str | None]:
-    """``--speculation``'s basis parts: a word other than none/real/simulated is a draft method."""
-    m = (method or "").strip().lower()
-    if not m:
-        return {"speculation": basis_mod.UNKNOWN, "spec_method": None}
-    if m in ("none", "real", "simulated"):
-        return {"speculation": m, "spec_method": None}
-    return {"speculation": "real", "spec_method": m}
+    m = (speculation or "").strip().lower()  # a word other than none/real/simulated: a method
+    kind = m in ("none", "real", "simulated")
+    b["speculation"] = m if kind else "real" if m else basis_mod.UNKNOWN
+    b["spec_method"] = None if kind or not m else m
+    return basis_mod.make(b, claim=True)
 
 
 def basis_text(wb: basis_mod.Basis) -> str:
-    spec = f"speculation {wb.speculation}"
-    return wb.short().replace(spec, f"{spec} ({wb.spec_method})") if wb.spec_method else wb.short()
+    """:meth:`Basis.short` naming the draft method beside the speculation: ``real (eagle)``."""
+    spec = f"{wb.speculation} ({wb.spec_method})" if wb.spec_method else wb.speculation
+    return replace(wb, speculation=spec).short()
 
 
 _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "verified", "role")
@@ -91,28 +86,17 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 
 def build_per_gpu_points() -> dict[str, Any]:
     """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
-    import pandas as pd
-
     from rackbook.results import evidence
     from rackbook.results.comparability import WEIGHTS
-    from rackbook.results.published_rows import PER_GPU
+    from rackbook.results.published_rows import PER_GPU, int_or_none
 
-    pts = evidence.published_points()
-    pts = pts[
-        pts["unit"].astype(str).str.endswith(PER_GPU)
-        & pts["value"].notna()
-        & (pts["role"] != "context")
-    ]
-    out = []
-    for _, p in pts.iterrows():
-        b = p["basis"]
-        if not isinstance(b, basis_mod.Basis):
-            continue
-        rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
-        rec |= dict(
-            verified=bool(p["verified"]), gpus=None if pd.isna(p["gpus"]) else int(p["gpus"])
-        )
-        out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
+    pts, out = evidence.published_points(), []
+    per_gpu = pts["unit"].astype(str).str.endswith(PER_GPU) & pts["value"].notna()
+    for p in pts[per_gpu & (pts["role"] != "context")].to_dict("records"):
+        if isinstance(b := p["basis"], basis_mod.Basis):
+            rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
+            rec |= dict(verified=bool(p["verified"]), gpus=int_or_none(p["gpus"]))
+            out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
     return {"points": out, "weights": WEIGHTS}
 
 
@@ -136,36 +120,30 @@ def point_text(p: dict[str, Any]) -> str:
 
 def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     """The published points nearest a workload's figure (tok/s per GPU), closest first."""
-    doc = published_per_gpu_points()
-    weights: dict[str, float] = doc["weights"]
-    rows = []
+    doc, rows = published_per_gpu_points(), []
     for p in doc["points"]:
         b = basis_mod.Basis(**p["basis"])
         deciding = basis_mod.differences(wb, b, DECIDING_PARTS)
-        noted = basis_mod.differences(wb, b, NOTED_PARTS)
-        value = float(p["value"])
-        like = not deciding and p["role"] == "measurement" and bool(p["verified"])
-        why = [d.text for d in deciding + noted]
+        diffs = deciding + basis_mod.differences(wb, b, NOTED_PARTS)
+        why = [d.text for d in diffs]
         if p["role"] == "analogue":
             why.insert(0, "an analogue")
-        elif not bool(p["verified"]):
+        elif not p["verified"]:
             why.append("not verified first-hand")
-        row = {k: p[k] for k in ("unit", "model", "hardware", "gpus", "url")}
-        row |= dict(id=str(p["id"]), value=value, verified=bool(p["verified"]), basis=b.short())
-        row |= dict(ratio=claimed / value if value > 0 else None, like=like)
-        row |= dict(mismatch="; ".join(why) or "like for like", unverified=not bool(p["verified"]))
-        distance = sum(weights.get(d.part, 1.0) for d in deciding + noted)
-        row["distance"] = distance + (p["role"] != "measurement")
-        row["dist"] = abs(math.log(claimed / value)) if value > 0 else math.inf
-        rows.append(row)
+        value, like = p["value"], not deciding and p["role"] == "measurement" and p["verified"]
+        row = p | dict(basis=b.short(), ratio=claimed / value if value > 0 else None, like=like)
+        row["mismatch"] = "; ".join(why) or "like for like"
+        far = sum(doc["weights"].get(d.part, 1.0) for d in diffs) + (p["role"] != "measurement")
+        dist = abs(math.log(claimed / value)) if value > 0 else math.inf
+        rows.append(((far, not p["verified"], dist, str(p["id"])), row))
     if not rows:
         none = "no published per-GPU throughput point"
         return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
-    rows = sorted(rows, key=lambda r: (r["distance"], r["unverified"], r["dist"], r["id"]))
+    ranked = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
-    closest = [{k: r[k] for k in keys} for r in rows[:CLOSEST]]
+    closest = [{k: r[k] for k in keys} for r in ranked[:CLOSEST]]
     near = f"closest: {point_text(closest[0])}"
-    like = [r for r in rows if r["like"]]
+    like = [r for r in ranked if r["like"]]
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
         none = f"no verified published measurement of the same basis ({basis_text(wb)}); {near}"
@@ -184,26 +162,22 @@ def this_run(
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
         return CheckVerdict("untested", "no trace given (--trace DIR)")
-    import pandas as pd
-
     from rackbook.core.traces import read_trace
     from rackbook.results import rack_scaling, verdicts
 
     t = read_trace(Path(trace_dir))
-    acc = rack_scaling.token_accounting(t)
-    col, column = counted, f"{counted}_tok_s_per_gpu"
-    per_gpu = acc[column].astype(float) if column in acc else pd.Series(dtype=float)
-    if acc.empty or per_gpu.isna().all():
+    acc, column = rack_scaling.token_accounting(t), f"{counted}_tok_s_per_gpu"
+    if acc.empty or column not in acc or acc[column].isna().all():
         return CheckVerdict(
             "untested",
-            f"{trace_dir}: no point with a GPU count and {col} tokens (rackbook import "
+            f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
-    top = acc.loc[per_gpu.idxmax()]
+    top = acc.loc[acc[column].astype(float).idxmax()]
     key = model.lower().replace(" ", "-").replace("_", "-").removeprefix("deepseek-")
     rate = float(top[column])
     kw: dict[str, Any] = dict(testable=verdicts.can_test(t.run, (gpu.upper(),), key), run=t.run)
-    kw["what"] = f"{col} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
+    kw["what"] = f"{counted} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
     r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
     return CheckVerdict(r.verdict, r.reason)

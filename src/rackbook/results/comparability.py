@@ -281,16 +281,7 @@ class Near:
     head: str = ""
 
     def text(self) -> str:
-        n = plural(len(self.points), "near point")
-        span = pr.span_text(self.low, self.high, self.unit)
-        lo, hi = self.ratio_low, self.ratio_high
-        them = "it" if len(self.points) == 1 or lo == hi else "them"
-        ratio = "" if lo is None or hi is None else "; " + pr.claim_over(lo, hi, them)
-        diff = f" (differing in: {', '.join(self.differences)})" if self.differences else ""
-        flag = f", {len(self.unverified)} of them NOT VERIFIED" if self.unverified else ""
-        if self.superseded:
-            flag += f", {len(self.superseded)} superseded by a later source"
-        return f"{n}{flag}, {span}{ratio}{diff}"
+        return near_text(self.as_dict(), lead="near evidence: ")
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -327,6 +318,10 @@ def near_reading(
     return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
 
 
+#: How :func:`near_text` introduces near evidence read alone.
+NEAR_LEAD = "near evidence, which does not decide (the same quantity on a sibling model or GPU): "
+
+
 def as_basis(name: str) -> str:
     return name if name.startswith("as ") else f"as {name}"
 
@@ -360,21 +355,21 @@ def _bracket(n: Near) -> dict[str, object]:
     return d | {"position": near_position(n)}
 
 
-def near_text(near: Mapping[str, Any] | None) -> str:
-    """:func:`near_summary` as one clause (``near evidence, which does not decide: ...``)."""
+def near_text(near: Mapping[str, Any] | None, lead: str = NEAR_LEAD) -> str:
+    """Near points (a :class:`Near`'s dict, or :func:`near_summary`) as one clause: how many,
+    flags, spread, the claim over them, their differences, the basis among several."""
     if not near or not near.get("points"):
         return ""
     pts = near["points"]
-    unv = len(near.get("unverified") or [])
-    out = (
-        f"near evidence, which does not decide: {plural(len(pts), 'published point')} of the "
-        "same quantity on a sibling model or GPU"
-        + (f" ({unv} NOT VERIFIED)" if unv else "")
-        + f", {pr.span_text(float(near['low']), float(near['high']), str(near['unit']))}"
-    )
-    rl, rh = near.get("ratio_low"), near.get("ratio_high")
-    if isinstance(rl, float) and isinstance(rh, float):
-        out += "; " + pr.claim_over(rl, rh, "it" if len(pts) == 1 else "them")
+    unv, old = (len(near.get(k) or []) for k in ("unverified", "superseded"))
+    flag = f", {unv} of them NOT VERIFIED" if unv else ""
+    flag += f", {old} superseded by a later source" if old else ""
+    span = pr.span_text(float(near["low"]), float(near["high"]), str(near["unit"]))
+    out = f"{lead}{plural(len(pts), 'near point')}{flag}, {span}"
+    lo, hi = near.get("ratio_low"), near.get("ratio_high")
+    if isinstance(lo, float) and isinstance(hi, float):
+        out += "; " + pr.claim_over(lo, hi, "it" if len(pts) == 1 or lo == hi else "them")
+    out += f" (differing in: {', '.join(near['differences'])})" if near.get("differences") else ""
     nb = len(near.get("bases") or [])
     if nb > 1:
         out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"

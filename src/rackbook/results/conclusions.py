@@ -93,11 +93,6 @@ class Summary:
     why: str
 
 
-def _k(num: float) -> str:
-    v = round(num)
-    return f"{v // 1000}k" if v >= 1000 and v % 1000 == 0 else f"{v:,}"
-
-
 def _is_num(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
@@ -184,17 +179,6 @@ def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> 
     return head + (f"; closest like-for-like point: {_closest(closest)}" if closest else "")
 
 
-def _none_published(r: Mapping[str, Any], entries: list[Mapping[str, Any]], every: bool) -> str:
-    if every:
-        where = "" if len(entries) == 1 else f" on any of its {len(entries)} plausible bases"
-        near = r.get("closest")
-    else:
-        where = " as " + _names([str(e.get("name") or e.get("basis") or "?") for e in entries])
-        near = entries[0].get("closest")
-    text = f"No like-for-like measurement is published{where}"
-    return text + (f" (closest, which does not decide: {_closest(near)})" if near else "") + "."
-
-
 def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
     """A published reading per basis: the bases physics rules out, then one sentence per
     verdict (and kind of point) naming its bases."""
@@ -208,10 +192,16 @@ def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
     for e in entries:
         groups.setdefault((str(e.get("verdict", "")), bool(e.get("modelled"))), []).append(e)
     for (verdict, modelled), es in groups.items():
-        if verdict == "none published":
-            out.append(_none_published(r, es, len(es) == len(entries)))
-            continue
         names = _names([str(e.get("name") or e.get("basis") or "?") for e in es])
+        if verdict == "none published":
+            every = len(es) == len(entries)
+            where = f" on any of its {len(es)} plausible bases" if len(es) > 1 else ""
+            where, near = (
+                (where, r.get("closest")) if every else (f" as {names}", es[0].get("closest"))
+            )
+            aside = f" (closest, which does not decide: {_closest(near)})" if near else ""
+            out.append(f"No like-for-like measurement is published{where}{aside}.")
+            continue
         sub = {k: es[0].get(k) for k in ("margin", "reason", "closest")} | {"verdict": verdict}
         body = _body("published", figure, sub, "", MODELLED if modelled else POINT)
         out.append(f"As {names}, {body}.")
@@ -250,27 +240,24 @@ def conclusions(doc: Mapping[str, Any], registry: Registry | None = None) -> lis
     return [conclude(c, readings) for c in reg.for_result(str(result))]
 
 
-def _impossible(bases: list[tuple[str, Any, str]]) -> str:
+def _impossible(bases: list[tuple[str, Any, str, str]]) -> str:
     """``impossible as A (3.94x a GB300's decode ceiling) or as B (2x)``: per (name, ratio or
-    None, where), each place named once in a row."""
+    None, GPU, ceiling), each place named once in a row."""
     out, last = [], None
-    for name, ratio, where in bases:
+    for name, ratio, gpu, ceiling in bases:
+        where = f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
         shown = "" if ratio is None else f"{ratio:.3g}x" + ("" if where == last else f" {where}")
         out.append(f"as {name}" + (f" ({shown})" if shown else ""))
         last = where if ratio is not None else last
     return "impossible " + " or ".join(out) if out else ""
 
 
-def _where(gpu: str, ceiling: str) -> str:
-    return f"a {gpu}'s {ceiling}" if gpu else f"the {ceiling}"
-
-
 def _ruled_out(pub: Mapping[str, Any]) -> str:
     bases = []
     for e in (e for e in ct.entries(pub) if e.get("ruled_out")):
         by = ct.field(e, "ruled_by")
-        where = _where(str(by.get("gpu") or ""), f"{by.get('limit')} ceiling")
-        bases.append((f"\u201c{e.get('name') or '?'}\u201d", by.get("ratio"), where))
+        name, ceiling = f"\u201c{e.get('name') or '?'}\u201d", f"{by.get('limit')} ceiling"
+        bases.append((name, by.get("ratio"), str(by.get("gpu") or ""), ceiling))
     return _impossible(bases)
 
 
@@ -278,17 +265,6 @@ def _possible_as(phys: Mapping[str, Any]) -> list[str]:
     ok = [b for b in phys.get("on_bases") or [] if isinstance(b, Mapping)]
     ok = [b for b in ok if b.get("verdict") == "possible" and _is_num(b.get("tok_s_per_gpu"))]
     return [f"{b['name']} ({b['tok_s_per_gpu']:,.0f} per GPU)" for b in ok]
-
-
-def _derived(r: Mapping[str, Any]) -> str:
-    d = ct.field(r, "derived")
-    if not _is_num(d.get("value")):
-        return ""
-    value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
-    how, source = f": {d['how']}" if d.get("how") else "", source or "the specifications"
-    if d.get("exact"):
-        return f"exactly what {source} give ({value}{how})"
-    return f"{source} give {value}, not the claim's figure"
 
 
 def _physics_said(r: Mapping[str, Any]) -> str:
@@ -299,11 +275,18 @@ def _physics_said(r: Mapping[str, Any]) -> str:
 
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
-    margin, ruled = _margin(r), _ruled_out(pub)
+    """The bases physics rules out, else what the specifications give, else :func:`say`'s."""
+    margin, ruled, d = _margin(r), _ruled_out(pub), ct.field(r, "derived")
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
         return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
-    return _derived(r) or _physics_said(r)
+    if not _is_num(d.get("value")):
+        return _physics_said(r)
+    value, source = f"{number(d['value'])} {d.get('unit') or ''}".strip(), d.get("from")
+    how, source = f": {d['how']}" if d.get("how") else "", source or "the specifications"
+    if d.get("exact"):
+        return f"exactly what {source} give ({value}{how})"
+    return f"{source} give {value}, not the claim's figure"
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
@@ -392,18 +375,13 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     return out
 
 
-def _split_basis(phys: Mapping[str, Any], pub: Mapping[str, Any], gpu: str) -> list[str]:
-    needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
-    bases = [(needs["name"], needs["ratio"], _where(gpu, needs["ceiling"]))] if needs else []
-    head = _impossible(bases) if needs else _ruled_out(pub)
-    return [head, "".join(f" but possible as {p}" for p in _possible_as(phys))]
-
-
 def _condition(phys: Mapping[str, Any]) -> str:
     cond, wl = ct.field(phys, "condition"), ct.field(phys, "workload")
     if not cond:
         return ""
-    tail = f" ({_k(wl['isl'])}-in/{_k(wl['osl'])}-out workload assumed)" if wl else ""
+    isl, osl = (round(wl.get(n) or 0) for n in ("isl", "osl"))
+    k = {n: f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else f"{n:,}" for n in (isl, osl)}
+    tail = f" ({k[isl]}-in/{k[osl]}-out workload assumed)" if wl else ""
     return f"{cond['basis']}, it {cond['condition']}{tail}"
 
 
@@ -416,7 +394,12 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     placed = _placed(pub)
     published = placed or _near_finding(pub)
     if word == "depends on what is counted":
-        ruling, possible = _split_basis(phys, pub, (claim.scope.hardware or " ").split()[0])
+        needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
+        gpu = (claim.scope.hardware or " ").split()[0]
+        ruling = _ruled_out(pub)
+        if needs:
+            ruling = _impossible([(needs["name"], needs["ratio"], gpu, needs["ceiling"])])
+        possible = "".join(f" but possible as {p}" for p in _possible_as(phys))
         heads, sentences = [ruling], [ruling + possible, _condition(phys)]
     elif word == "unsettled":
         heads = [_condition(phys) or _physics_said(phys)]

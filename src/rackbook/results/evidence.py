@@ -31,17 +31,8 @@ from rackbook.results.registry import ChapterTable
 #: The verdict words of the "published evidence" reading; :data:`DEPENDS` where bases disagree.
 VERDICTS: tuple[str, ...] = VOCABULARY["published"]
 DEPENDS = "depends on basis"
-
-
-@dataclass(frozen=True)
-class PublishedReading:
-    """One claim's published reading: verdict (:data:`VERDICTS`), margin, reason, source URLs."""
-
-    claim_id: str
-    verdict: str
-    margin: str
-    reason: str
-    sources: tuple[str, ...]
+#: The unit a claim's published points are read in, where it is not the claim's own.
+_UNITS = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
 
 
 def published_points(result: str | None = None) -> pd.DataFrame:
@@ -58,17 +49,15 @@ def _all_points(data: str) -> pd.DataFrame:
     reg = pr.registries(data)[0]
     df = pr.load_rows(data)
     df["comparable"] = [cmp.mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
-    used: set[str] = set()
-    for c in reg.claims:
-        for br in _basis_readings(c, c.value, df[df["claim_id"] == c.id]):
-            used.update(br.decided_on)
+    mine = ((c, df[df["claim_id"] == c.id]) for c in reg.claims)
+    used = {i for c, pts in mine for br in _basis_readings(c, c.value, pts) for i in br.decided_on}
     df["used"] = df["id"].isin(used).astype(bool)
     return df
 
 
 def published_reading(
     claim_id: str, value: float, points: pd.DataFrame, tolerance: float = 0.0
-) -> PublishedReading:
+) -> ClaimReading:
     """``value`` (``points``' unit) ``within`` [min - tolerance, max + tolerance] of ``points``,
     ``above``, ``below`` or ``none published``."""
     second_hand = 0
@@ -82,7 +71,7 @@ def published_reading(
     skipped = skipped if second_hand else ""
     if value is None or not math.isfinite(value) or not len(vals):
         why = "no published point to compare with" if not len(vals) else "the value is unknown"
-        return PublishedReading(claim_id, "none published", "-", why + skipped, ())
+        return ClaimReading(claim_id, "published", "none published", "-", why + skipped)
     lo, hi = float(vals.min()), float(vals.max())
     if value > hi + tolerance or value < lo - tolerance:
         verdict, end, bound = ("above", "highest", hi) if value > hi else ("below", "lowest", lo)
@@ -94,7 +83,7 @@ def published_reading(
     n = plural(len(vals), "published point")
     reason = f"{value_text(value, unit)} against {n}, {pr.span_text(lo, hi, unit)}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
-    return PublishedReading(claim_id, verdict, margin, reason, urls)
+    return ClaimReading(claim_id, "published", verdict, margin, reason, sources=urls)
 
 
 @dataclass(frozen=True)
@@ -121,14 +110,9 @@ class Closest:
     setup: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        lists = {
-            "differences": [d.text for d in self.differences],
-            "differing": [dataclasses.asdict(d) for d in self.differences],
-            "tied": list(self.tied),
-            "source": list(self.source),
-            "who": self.who,
-        }
-        return dataclasses.asdict(self) | lists
+        d = dataclasses.asdict(self)
+        d |= dict(differing=list(d["differences"]), differences=[x.text for x in self.differences])
+        return d | dict(tied=list(self.tied), source=list(self.source), who=self.who)
 
     @property
     def who(self) -> str:
@@ -181,14 +165,16 @@ class BasisReading:
     def ruled_out(self) -> str | None:
         return self.ruled_by.text() if self.ruled_by else None
 
-    def text(self) -> str:
+    @property
+    def evidence(self) -> str:
+        """The closest point and the near evidence, in words."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
+        return close + (f"; {self.near.text()}" if self.near else "")
+
+    def text(self) -> str:
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
-        out = as_basis(self.name) + ": "
-        if self.ruled_out:
-            out += f"ruled out by physics ({self.ruled_out}); "
-        out += f"{self.verdict}{margin}; {close}"
-        return out + (f"; near evidence: {self.near.text()}" if self.near is not None else "")
+        ruled = f"ruled out by physics ({self.ruled_out}); " if self.ruled_out else ""
+        return f"{as_basis(self.name)}: {ruled}{self.verdict}{margin}; {self.evidence}"
 
     def as_dict(self) -> dict[str, object]:
         d = dataclasses.asdict(self) | {"ruled_out": self.ruled_out}
@@ -198,19 +184,15 @@ class BasisReading:
 
 
 def _who(r: pd.Series) -> tuple[str, ...]:
-    parts, names = [str(r["submitter"])], catalogs.display_names()
+    """A point's submitter, hardware x GPUs (or N GPUs), model and engine."""
+    names, gpus = catalogs.display_names(), pr.int_or_none(r["gpus"])
     hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
-    gpus = r["gpus"]
-    if hw:
-        parts.append(f"{hw}" + ("" if pd.isna(gpus) else f" x {int(gpus)}"))
-    elif not pd.isna(gpus):
-        parts.append(f"{int(gpus)} GPUs")
-    if text_or_none(r["model"]):
-        parts.append(names.get(str(r["model"]), str(r["model"])))
-    if text_or_none(r["engine"]):
-        parts.append(str(r["engine"]).split(",")[0])
-    return tuple(parts)
+    count = None if gpus is None else f" x {gpus}" if hw else f"{gpus} GPUs"
+    model, engine = text_or_none(r["model"]), text_or_none(r["engine"])
+    engine = engine and engine.split(",")[0]
+    parts = (f"{hw or ''}{count or ''}", model and names.get(model, model), engine)
+    return (str(r["submitter"]), *(p for p in parts if p))
 
 
 def _candidates(
@@ -228,11 +210,10 @@ def _candidates(
             continue  # a node-scale reading takes node-scale points only
         diffs = cmp.differences(cb, b, claim.id)
         decisive = [d for d in diffs if d.part in DECISIVE[claim.id]]
-        if plaus.cross_check and plaus.max_gpus is not None:  # a node of unstated size
-            node = Difference("gpu_count", int(r["gpus"]), "a node, size not stated")
-            diffs, decisive = [node, *diffs], [node, *decisive]
-        elif plaus.cross_check:  # derived from another claim: shown, never like for like
+        if plaus.cross_check:  # a node of unstated size, or derived: shown, never like for like
             how = Difference("counting", "derived from the rack claim at published prices")
+            if plaus.max_gpus is not None:
+                how = Difference("gpu_count", int(r["gpus"]), "a node, size not stated")
             diffs, decisive = [how, *diffs], [how, *decisive]
         rows.append((r, diffs, decisive))
     return rows
@@ -252,12 +233,14 @@ def _basis_readings(
         ]
         deciding = [r for r in like if r["verified"]]
         read = published_reading(claim.id, v, pd.DataFrame(like), tolerance * scale)
-        unit = _unit_of(claim)
+        unit = _UNITS.get(claim.id, claim.unit)
         margin = "-" if read.verdict == "none published" else read.margin
         modelled = bool(deciding) and all(_modelled(r) for r in deciding)
         if modelled and margin != "-":
             margin += MODELLED_NOTE
-        step = _step(claim, plaus, value, v)
+        step = ""  # 954,000 / 7.9 = 120,759 tok/s/GPU where another claim's figure divides it
+        if plaus.divide_by is not None and math.isfinite(v):
+            step = f"{pr.number_text(value)} / {plaus.scale / scale:g} = {value_text(v, unit)}"
         kw: dict[str, Any] = dict(basis=cb.short(), sources=read.sources, modelled=modelled)
         kw |= dict(decided_on=tuple(str(r["id"]) for r in deciding), step=step)
         kw["closest"] = _closest(cb, v, unit, rows) if rows else None
@@ -266,14 +249,6 @@ def _basis_readings(
         kw["ruled_by"] = cmp.ruled_out(claim, plaus, value)
         out.append(BasisReading(plaus.name, read.verdict, margin, **kw))
     return out
-
-
-def _step(claim: claims_registry.Claim, plaus: cmp.Plausible, value: float, v: float) -> str:
-    """``954,000 / 7.9 = 120,759 tok/s/GPU`` where another claim's figure divides the value."""
-    if plaus.divide_by is None or not math.isfinite(v):
-        return ""
-    other = pr.registries(str(paths.DATA))[0].get(plaus.divide_by)
-    return f"{pr.number_text(value)} / {other.value:g} = {value_text(v, _unit_of(claim))}"
 
 
 def _modelled(r: pd.Series) -> bool:
@@ -306,17 +281,6 @@ def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, 
     return (cmp.score(diffs), not bool(r["verified"]), str(r["id"]))
 
 
-def _unit_of(claim: claims_registry.Claim) -> str:
-    units = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
-    return units.get(claim.id, claim.unit)
-
-
-def combine(readings: list[BasisReading]) -> str:
-    """The deciding bases' one verdict, else :data:`DEPENDS` (``none published``: none decides)."""
-    decided = list(dict.fromkeys(r.verdict for r in readings if r.verdict != "none published"))
-    return (decided or ["none published"])[0] if len(decided) <= 1 else DEPENDS
-
-
 @dataclass(frozen=True)
 class ClaimEvidence:
     """A claim's published evidence over its named bases (``closest``: those physics allows)."""
@@ -334,22 +298,21 @@ class ClaimEvidence:
     list_price: dict[str, object] | None = None
 
 
-def _top(brs: list[BasisReading]) -> list[BasisReading]:
+def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
+    """The bases whose closest points are closest (one holding the figure first), and in words."""
     ranked = [
         ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
     ]
     top = [b for r, b in ranked if r == min(r for r, _ in ranked)]
-    return sorted(top, key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
-
-
-def _closest_margin(top: list[BasisReading]) -> str:
-    closest = top[0].closest
-    assert closest is not None
-    kind = _KINDS["modelled" if closest.modelled else closest.kind][1]
+    top.sort(key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
+    c = top[0].closest if top else None
+    if c is None:
+        return top, "-"
+    kind = _KINDS["modelled" if c.modelled else c.kind][1]
     if len(top) == 1:
-        return f"{kind}: {closest.span()}"
+        return top, f"{kind}: {c.span()}"
     each = "; ".join(f"{as_basis(br.name)}: {br.closest.span()}" for br in top if br.closest)
-    return f"{kind}, on {len(top)} bases equally close: {each}"
+    return top, f"{kind}, on {len(top)} bases equally close: {each}"
 
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
@@ -361,18 +324,19 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     mine = pts[pts["claim_id"] == claim_id]
     brs = _basis_readings(claim, value, mine, reg.tolerance(claim_id))
     out_names = tuple(br.name for br in brs if br.ruled_out)
-    top = _top([br for br in brs if not br.ruled_out] or brs)
+    top, margin = _top([br for br in brs if not br.ruled_out] or brs)
     closest_basis = top[0].name if top else None
-    margin = _closest_margin(top) if top else "-"
     decided = [br for br in brs if br.verdict != "none published"]
     if len(brs) == 1 and decided:
         margin = f"{decided[0].margin}; {margin}"
+    verdicts = list(dict.fromkeys(br.verdict for br in decided))  # bases that disagree: DEPENDS
+    verdict = DEPENDS if len(verdicts) > 1 else (verdicts or ["none published"])[0]
     near = cmp.near_summary(brs, closest_basis)
     if near:
         margin += f"; {cmp.near_text(near)}"
     top_list = highest_list_price(mine, value)
     if top_list:
-        margin += f"; {list_price_text(top_list)}"
+        margin += f"; {top_list.pop('text')}"
     if out_names:
         shown = [as_basis(n) for n in out_names]
         names = " and ".join([", ".join(shown[:-1]), shown[-1]] if len(shown) > 1 else shown)
@@ -386,12 +350,12 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     closest = top[0].closest if top else None
     kw: dict[str, Any] = dict(near=near, ruled_out=out_names, list_price=top_list)
     kw["closest_basis"] = closest_basis
-    return ClaimEvidence(claim_id, combine(brs), margin, reason, sources, tuple(brs), closest, **kw)
+    return ClaimEvidence(claim_id, verdict, margin, reason, sources, tuple(brs), closest, **kw)
 
 
 def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, object] | None:
     """The highest list price ($/GPU-hour) of a claim's points: ``value``, ``who``, ``verified``,
-    ``ratio`` (the claim's figure over it); None without one."""
+    ``ratio`` (the claim's figure over it), ``text``; None without one."""
     if "price_kind" not in points.columns:
         return None
     lp = points[(points["price_kind"] == "list price") & (points["unit"] == "$/GPU-hour")]
@@ -402,16 +366,10 @@ def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, o
     hw, price = text_or_none(r["hardware"]), float(r["value"])
     ratio = value / price if value is not None and math.isfinite(value) else None
     who = f"{r['submitter']}{', ' + hw if hw else ''}"
-    return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio)
-
-
-def list_price_text(lp: Mapping[str, object]) -> str:
-    """``highest list price: $18.00/GPU-hour (Oracle ..., NOT VERIFIED), the claim 2.16x it``."""
-    flag = "" if lp["verified"] else ", NOT VERIFIED"
-    ratio = lp["ratio"]
-    tail = f", the claim {pr.ratio_text(ratio)} it" if isinstance(ratio, float) else ""
-    price = value_text(float(lp["value"]), "$/GPU-hour")  # type: ignore[arg-type]
-    return f"highest list price: {price} ({lp['who']}{flag}){tail}"
+    said = f"{who}{'' if r['verified'] else ', NOT VERIFIED'}"
+    tail = f", the claim {pr.ratio_text(ratio)} it" if ratio is not None else ""
+    text = f"highest list price: {value_text(price, '$/GPU-hour')} ({said}){tail}"
+    return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio, text=text)
 
 
 #: What the reader must know before a claim's published reading (chapters declare it).
@@ -456,13 +414,11 @@ def evidence_table(result: str) -> pd.DataFrame:
         row |= dict(as_published=c.value_text, margin=e.margin)
         rows.append(row | {"url": e.closest.url if e.closest else c.source.primary})
         for br in e.bases:
-            close = br.closest.text() if br.closest else "no published point"
-            near = f"; near evidence (does not decide): {br.near.text()}" if br.near else ""
             shown = f"; {br.margin}" if br.margin not in ("", "-") else ""
             margin = f"ruled out by physics: {br.ruled_out}{shown}" if br.ruled_out else br.margin
             row = dict(claim_id=c.id, kind="reading", who=br.name, role="reading", verified=True)
             row |= dict(as_published=br.conversion or None, used=bool(br.decided_on), margin=margin)
-            row |= dict(comparable=close + near, verdict=br.verdict, basis=br.basis)
+            row |= dict(comparable=br.evidence, verdict=br.verdict, basis=br.basis)
             rows.append(row | {"url": br.closest.url if br.closest else None})
         for p in pts[pts["claim_id"] == c.id].to_dict("records"):
             gpu, _, how = str(p["system"]).partition(" ")  # "b200 low-latency (single)"

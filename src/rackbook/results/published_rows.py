@@ -9,17 +9,16 @@ import email
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.core import jsliteral, traces
 from rackbook.core.units import ratio_text as ratio_text
-from rackbook.errors import InputError
 from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import loader
 from rackbook.inputs import published as figures_registry
@@ -270,16 +269,19 @@ PREFILL_TABLE = "data/published/sources/vllm-dsv41-prefill-ttft.js"
 PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
 
 
-@dataclass(frozen=True)
-class PrefillCell:
+_TTFT = Annotated[float, Field(gt=0, strict=True)]  # ms
+
+
+class PrefillCell(BaseModel):
     """One cell of the prefill-TTFT table: TTFT in ms with replay off, eager, CUDA graphs."""
 
-    cfg: str
-    gpus: int
-    prompt: str
-    off_ms: float
-    eager_ms: float
-    graph_ms: float
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    prompt: str = Field(alias="p")
+    off_ms: _TTFT = Field(alias="off")
+    eager_ms: _TTFT = Field(alias="eager")
+    graph_ms: _TTFT = Field(alias="graph")
+    cfg: str = ""
+    gpus: int = 0
 
     @property
     def gain_pct(self) -> float:
@@ -287,34 +289,23 @@ class PrefillCell:
         return (self.off_ms / self.graph_ms - 1.0) * 100.0
 
 
+class _Panel(BaseModel):
+    cfg: str = Field(pattern=r"^[A-Z]+[1-9][0-9]*$")
+    rows: list[PrefillCell] = Field(min_length=1)
+
+
+class _PrefillTable(loader.Strict):
+    DATA: list[_Panel] = Field(min_length=1)
+
+
 def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
     """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError if bad."""
     p = paths.resolve(path or PREFILL_TABLE)
     shown = loader.display_path(p)
     data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
-    if not isinstance(data, list) or not data:
-        raise InputError(shown, "DATA", "must be a non-empty list of configurations")
-    out = []
-    for i, panel in enumerate(data):
-        cfg = panel.get("cfg") if isinstance(panel, dict) else None
-        m = re.fullmatch(r"[A-Z]+(\d+)", str(cfg))
-        if not m or int(m.group(1)) <= 0:
-            raise InputError(shown, f"DATA[{i}].cfg", f"{cfg!r} names no GPU count (e.g. TP4)")
-        rows = panel.get("rows")
-        if not isinstance(rows, list) or not rows:
-            raise InputError(shown, f"DATA[{i}].rows", "must be a non-empty list")
-        for j, r in enumerate(rows):
-            where = f"DATA[{i}].rows[{j}]"
-            if not isinstance(r, dict) or not isinstance(r.get("p"), str):
-                raise InputError(shown, f"{where}.p", "must be a prompt label such as 128K")
-            vals = []
-            for k in ("off", "eager", "graph"):
-                v = r.get(k)
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                    raise InputError(shown, f"{where}.{k}", f"must be a TTFT in ms > 0, got {v!r}")
-                vals.append(float(v))
-            out.append(PrefillCell(str(cfg), int(m.group(1)), r["p"], *vals))
-    return out
+    table = loader.validate(_PrefillTable, {"DATA": data}, shown)
+    n = {t.cfg: int(re.sub("[A-Z]", "", t.cfg)) for t in table.DATA}  # TP4: 4 GPUs
+    return [c.model_copy(update=dict(cfg=t.cfg, gpus=n[t.cfg])) for t in table.DATA for c in t.rows]
 
 
 def source_fields(path: str | Path) -> dict[str, str]:

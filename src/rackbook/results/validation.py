@@ -113,9 +113,6 @@ def _row_value(row: Any, *names: str) -> float | None:
     return next((v for v in vals if v is not None and math.isfinite(v)), None)
 
 
-_Rows = dict[tuple[str, str], dict[str, Any]]
-
-
 def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
     """The points of the mapping (default :data:`MAPPING`) and those it excludes (InputError)."""
     file = Path(path) if path is not None else paths.DATA / MAPPING
@@ -148,7 +145,7 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
 
 
 def _point(
-    file: Path, where: str, pid: str, spec: dict[str, Any], rows: _Rows, figs: dict[str, Any]
+    file: Path, where: str, pid: str, spec: dict[str, Any], rows: dict[tuple, Any], figs: dict
 ) -> Point:
     src, ttft, tpot, conc = str(spec["source"]), None, None, None
     if "figure" in spec:
@@ -193,9 +190,8 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    kw: dict[str, Any] = {k: str(spec[k]) for k in ("counted", "phase", "model", "gpu")}
-    names = "precision isl osl tpot_ms prefill_gpus decode_gpus context".split()
-    kw |= {k: spec.get(k) for k in names}
+    names = "counted phase model gpu precision isl osl tpot_ms prefill_gpus decode_gpus context"
+    kw: dict[str, Any] = {k: spec.get(k) for k in names.split()}
     kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
     return Point(pid, src, spec["primary"], measured, **kw)
@@ -248,13 +244,6 @@ def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
 def _weights(points: list[Point]) -> np.ndarray:
     counts = Counter(p.source for p in points)
     return np.array([1.0 / counts[p.source] for p in points])
-
-
-def grid_logs(points: list[Point]) -> np.ndarray:
-    """log(measured / expected): points in columns, grid fits in rows (efficiency outer)."""
-    fits = [exp_mod.Fit(e, lay, 0.0, 0.0) for e in EFFICIENCIES for lay in LAYER_S]
-    logs = [[math.log(max(predict(p, f).ratio, 1e-12)) for p in points] for f in fits]
-    return np.array(logs, dtype=float).reshape(len(fits), len(points))
 
 
 def best(logs: np.ndarray, weights: np.ndarray) -> int:
@@ -326,20 +315,19 @@ def held_out_logs(
 
 def fit_points(points: list[Point], logs: np.ndarray | None = None) -> FitResult:
     """Fit on ``points`` and leaving each source out; intervals from held-out errors only."""
-    logs = grid_logs(points) if logs is None else logs
-    i = best(logs, _weights(points))
-    fit = grid_fit(i, *held_out_logs(points, logs))
+    if logs is None:  # log(measured / expected): grid fits (efficiency outer) in rows
+        fits = [exp_mod.Fit(e, lay, 0.0, 0.0) for e in EFFICIENCIES for lay in LAYER_S]
+        rows = [[math.log(max(predict(p, f).ratio, 1e-12)) for p in points] for f in fits]
+        logs = np.array(rows, dtype=float).reshape(len(fits), len(points))
+    fit = grid_fit(best(logs, _weights(points)), *held_out_logs(points, logs))
     held: dict[str, exp_mod.Fit] = {}
     for src in sorted({p.source for p in points}):
         j = _row_without(points, logs, {src})
-        if j is None:
-            held[src] = fit
-            continue
         r, w = held_out_logs(points, logs, frozenset({src}))
-        if not len(r):  # one other source only: its fitted residuals
+        if j is not None and not len(r):  # one other source only: its fitted residuals
             keep = np.array([p.source != src for p in points])
             r, w = logs[j][keep], np.ones(int(keep.sum()))
-        held[src] = grid_fit(j, r, w)
+        held[src] = fit if j is None else grid_fit(j, r, w)
     return FitResult(fit, held, points, logs)
 
 
@@ -428,7 +416,7 @@ def cli_validate(args: argparse.Namespace) -> int:
         )
     else:
         rep = report(points, exp_mod.load_fit())
-    rep["excluded"] = [{"id": x.id, "source": x.source, "reason": x.reason} for x in excluded]
+    rep["excluded"] = [vars(x) for x in excluded]
     for x in rep["points"]:
         print(
             f"  {x['source']}: {x['id']}: measured {x['measured']:,.0f}, expected "
