@@ -303,8 +303,10 @@ def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
     ranked = [
         ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
     ]
-    top = [b for r, b in ranked if r == min(r for r, _ in ranked)]
-    top.sort(key=lambda br: br.near is None or cmp.near_position(br.near) != "inside")
+    top = sorted(  # Python's sort is stable: ties keep the bases' order
+        (b for r, b in ranked if r == min(r for r, _ in ranked)),
+        key=lambda br: br.near is None or cmp.near_position(br.near) != "inside",
+    )
     c = top[0].closest if top else None
     if c is None:
         return top, "-"
