@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -54,11 +54,17 @@ Dim = Annotated[int, _in_range(1, 1 << 20, "values")]
 Layers = Annotated[int, _in_range(1, 1000, "layers")]
 
 
-def _sourced(entry: Strict, *pairs: tuple[str, str]) -> None:
-    """Each given ``value`` field of ``pairs`` (value, source) has its source."""
-    for value, source in pairs:
-        if getattr(entry, value) is not None and not getattr(entry, source):
-            raise field_error(source, f"{value} needs a source")
+class _Sourced(Strict):
+    """An entry whose figures in :attr:`SOURCED` (value field -> source field) need a source."""
+
+    SOURCED: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="after")
+    def _sourced(self) -> Self:
+        for value, source in self.SOURCED.items():
+            if getattr(self, value) is not None and not getattr(self, source):
+                raise field_error(source, f"{value} needs a source")
+        return self
 
 
 class DenseFlops(Strict):
@@ -69,7 +75,7 @@ class DenseFlops(Strict):
     bf16: GpuFlops | None
 
 
-class GpuSpec(Strict):
+class GpuSpec(_Sourced):
     """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
     memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
 
@@ -86,15 +92,10 @@ class GpuSpec(Strict):
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
     sources: Urls
-
-    @model_validator(mode="after")
-    def _memory_sourced(self) -> GpuSpec:
-        _sourced(
-            self,
-            ("hbm_reported_bytes", "hbm_reported_source"),
-            ("host_memory_bytes", "host_memory_source"),
-        )
-        return self
+    SOURCED = {
+        "hbm_reported_bytes": "hbm_reported_source",
+        "host_memory_bytes": "host_memory_source",
+    }
 
     @property
     def memory_bytes(self) -> int:
@@ -118,7 +119,7 @@ class GpuSpec(Strict):
         raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
-class SystemSpec(Strict):
+class SystemSpec(_Sourced):
     """A group of identical GPUs (a rack, a tray, a board); NIC bandwidth per GPU each way."""
 
     id: str = ""
@@ -132,10 +133,10 @@ class SystemSpec(Strict):
     nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
     nic_source: Url | None = None
     sources: Urls
+    SOURCED = {"nic_bandwidth_bytes_per_s_per_gpu": "nic_source"}
 
     @model_validator(mode="after")
     def _trays_multiply(self) -> SystemSpec:
-        _sourced(self, ("nic_bandwidth_bytes_per_s_per_gpu", "nic_source"))
         trays, per = self.trays, self.gpus_per_tray
         if trays is not None and per is not None and trays * per != self.gpus:
             raise ValueError(f"trays x gpus_per_tray = {trays} x {per} != gpus = {self.gpus}")
@@ -248,7 +249,7 @@ class ServedWeights(Strict):
     source: Url
 
 
-class Weights(Strict):
+class Weights(_Sourced):
     """Weight dtypes, bytes per routed expert (scales included), bytes a batch-1 decode step
     streams (sourced), other served formats."""
 
@@ -259,11 +260,7 @@ class Weights(Strict):
     decode_active_weight_bytes_source: Url | None
     source: Url | None = None
     served: list[ServedWeights] = []
-
-    @model_validator(mode="after")
-    def _sourced(self) -> Weights:
-        _sourced(self, ("decode_active_weight_bytes", "decode_active_weight_bytes_source"))
-        return self
+    SOURCED = {"decode_active_weight_bytes": "decode_active_weight_bytes_source"}
 
 
 class RowFormat(Strict):
