@@ -380,8 +380,7 @@ SECTIONS: dict[str, type[Strict]] = {
 
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
-    p = _hardware_path(path)
-    return loader.validate(HardwareCatalog, loader.read_yaml(p), loader.display_path(p))
+    return loader.load(HardwareCatalog, _hardware_path(path))
 
 
 def _folded(entries: dict[str, Any], key: str) -> str:
@@ -470,7 +469,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
     if not isinstance(id_or_path, Path):
         text = catalog_model_id(text) or text
     if isinstance(id_or_path, Path) or looks_like_path(text):
-        return _model_file(paths.resolve(text))
+        return loader.load(ModelSpec, text)
     known = list_models()
     if text not in known:
         shown = loader.display_path(paths.DATA / "models")
@@ -484,16 +483,9 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
             f"write {new} with the fields {_required(ModelSpec)} (copy a known "
             "model's file and change what differs)",
         )
-    spec = _model_file(paths.DATA / "models" / f"{text}.yaml")
+    spec = loader.load(ModelSpec, paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
-    return spec
-
-
-def _model_file(p: Path) -> ModelSpec:
-    shown = loader.display_path(p)
-    spec = loader.validate(ModelSpec, loader.read_yaml(p), shown)
-    spec._file = shown
     return spec
 
 

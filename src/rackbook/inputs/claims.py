@@ -208,7 +208,7 @@ class Registry(_Model):
 
     sources: list[Source]
     claims: list[Claim]
-    _path: str = PrivateAttr(default="claims registry")
+    _file: str = PrivateAttr(default="claims registry")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Registry:
@@ -242,7 +242,7 @@ class Registry(_Model):
     @property
     def path(self) -> str:
         """The file the registry was read from (for messages)."""
-        return self._path
+        return self._file
 
     @property
     def ids(self) -> list[str]:
@@ -254,7 +254,7 @@ class Registry(_Model):
         if name not in paths.RESULTS:
             expected = ", ".join(paths.RESULTS)
             raise InputError(
-                self._path, "result", f"unknown result {name!r}; expected one of {expected}"
+                self._file, "result", f"unknown result {name!r}; expected one of {expected}"
             )
         return [c for c in self.claims if c.result == name]
 
@@ -262,20 +262,20 @@ class Registry(_Model):
         """The claim with this id."""
         if (c := next((c for c in self.claims if c.id == claim_id), None)) is not None:
             return c
-        raise InputError(self._path, "claims", f"no claim with id {claim_id!r}")
+        raise InputError(self._file, "claims", f"no claim with id {claim_id!r}")
 
     def value(self, claim_id: str) -> float:
         """The published figure of a single-valued claim, in its unit."""
         c = self.get(claim_id)
         if c.value is None:
-            raise InputError(self._path, f"claims[{claim_id}].value", "is a range: use .range()")
+            raise InputError(self._file, f"claims[{claim_id}].value", "is a range: use .range()")
         return c.value
 
     def range(self, claim_id: str) -> Range:
         """The published interval of a range claim, in its unit."""
         c = self.get(claim_id)
         if c.values is None:
-            raise InputError(self._path, f"claims[{claim_id}].values", "is not a range claim")
+            raise InputError(self._file, f"claims[{claim_id}].values", "is not a range claim")
         return c.values
 
     def tolerance(self, claim_id: str) -> float:
@@ -287,20 +287,17 @@ class Registry(_Model):
         """The source with this id."""
         if (s := next((s for s in self.sources if s.id == source_id), None)) is not None:
             return s
-        raise InputError(self._path, "sources", f"no source with id {source_id!r}")
+        raise InputError(self._file, "sources", f"no source with id {source_id!r}")
 
 
 def parse_claims(raw: Any, file: str | Path = "claims registry") -> Registry:
     """Validate already-parsed YAML/JSON data; errors name ``file``, the entry and the field."""
-    registry = loader.validate(Registry, raw, file)
-    registry._path = str(file)
-    return registry
+    return loader.validate(Registry, raw, file)
 
 
 def load_claims(path: str | Path | None = None) -> Registry:
     """Read and validate the claims registry (default ``data/claims.yaml``)."""
-    p = paths.DATA / "claims.yaml" if path is None else paths.resolve(path)
-    return parse_claims(loader.read_yaml(p), loader.display_path(p))
+    return loader.load(Registry, paths.DATA / "claims.yaml" if path is None else path)
 
 
 def _number(x: float, signed: bool = False) -> str:

@@ -287,18 +287,22 @@ def problem_text(err: Mapping[str, Any]) -> str:
 
 
 def validate(model: type[M], raw: Any, file: str | Path) -> M:
-    """``raw`` validated with ``model``; the first problem one InputError (``(+N more)``)."""
+    """``raw`` validated with ``model`` (its ``_file`` set to ``file``); the first problem one
+    InputError (``(+N more)``)."""
     file = str(file)
     if not isinstance(raw, dict):
         kind = "empty file" if raw is None else type(raw).__name__
         raise InputError(file, "(top level)", f"expected a mapping, got {kind}")
     try:
-        return model.model_validate(raw)
+        obj = model.model_validate(raw)
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise InputError(file, _field_path(raw, first), problem_text(first) + more) from None
+    if "_file" in model.__private_attributes__:  # what errors about the entry name
+        setattr(obj, "_file", file)  # noqa: B010 - a private attribute mypy does not see
+    return obj
 
 
 def load(model: type[M], path: str | Path) -> M:

@@ -8,9 +8,8 @@ import datetime as _dt
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
-from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
@@ -123,6 +122,7 @@ class FigureRegistry(loader.Strict):
 
     figures: list[Figure]
     rejected: list[Rejected] = Field(default_factory=list)
+    _file: str = PrivateAttr(default="-")
 
     @model_validator(mode="after")
     def _unique(self) -> FigureRegistry:
@@ -139,13 +139,11 @@ def load_figures(
 ) -> FigureRegistry:
     """Read and validate the figure registry (default :data:`REGISTRY`); every ``claim`` must be
     an id of the claims registry (``registry``, default ``data/claims.yaml``)."""
-    p = paths.resolve(path or REGISTRY)
-    shown = loader.display_path(p)
-    reg = loader.validate(FigureRegistry, loader.read_yaml(p), shown)
+    reg = loader.load(FigureRegistry, path or REGISTRY)
     known = set((registry or claims.load_claims()).ids)
     bad = [(f"figures[{f.id or i}]", f.claim) for i, f in enumerate(reg.figures)]
     bad += [(f"rejected[{i}]", r.claim) for i, r in enumerate(reg.rejected)]
     for where, claim in bad:
         if claim not in known:
-            raise InputError(shown, f"{where}.claim", f"unknown claim id {claim!r}")
+            raise InputError(reg._file, f"{where}.claim", f"unknown claim id {claim!r}")
     return reg
