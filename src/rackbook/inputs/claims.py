@@ -216,24 +216,19 @@ class Registry(_Model):
         loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            refs = [
-                ("seen_in", c.source.seen_in),
-                *((f"refs.{j}", r) for j, r in enumerate(c.source.refs)),
-            ]
-            for field, ref in refs:
+            refs = {"seen_in": c.source.seen_in} | {
+                f"refs.{j}": r for j, r in enumerate(c.source.refs)
+            }
+            for field, ref in refs.items():
                 if ref not in known:
-                    raise loader.field_error(
-                        f"claims.{i}.source.{field}",
-                        f"unknown source id {ref!r}; known: {', '.join(sorted(known))}",
-                    )
+                    problem = f"unknown source id {ref!r}; known: {', '.join(sorted(known))}"
+                    raise loader.field_error(f"claims.{i}.source.{field}", problem)
             if c.derived_from is not None:
                 parent = next((p for p in self.claims if p.id == c.derived_from), None)
                 if parent is None or parent.result != c.result or parent.derived_from:
-                    raise loader.field_error(
-                        f"claims.{i}.derived_from",
-                        f"{c.derived_from!r} is not a claim of {c.result} stated on its own",
-                    )
-            urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
+                    problem = f"{c.derived_from!r} is not a claim of {c.result} stated on its own"
+                    raise loader.field_error(f"claims.{i}.derived_from", problem)
+            urls = {self.source(r).url for r in refs.values()}
             if c.source.primary is not None and c.source.primary not in urls:
                 problem = "must be the url of a source named in seen_in or refs"
                 raise loader.field_error(f"claims.{i}.source.primary", problem)
@@ -252,10 +247,8 @@ class Registry(_Model):
     def for_result(self, name: str) -> list[Claim]:
         """The claims of one result, in file order."""
         if name not in paths.RESULTS:
-            expected = ", ".join(paths.RESULTS)
-            raise InputError(
-                self._file, "result", f"unknown result {name!r}; expected one of {expected}"
-            )
+            problem = f"unknown result {name!r}; expected one of {', '.join(paths.RESULTS)}"
+            raise InputError(self._file, "result", problem)
         return [c for c in self.claims if c.result == name]
 
     def get(self, claim_id: str) -> Claim:

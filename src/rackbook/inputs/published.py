@@ -4,9 +4,10 @@ first-hand (``verified``), the claim it bears on and its ``role`` there; and sou
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -25,11 +26,9 @@ REGISTRY = "data/published/figures.yaml"
 
 
 def _iso_date(v: str) -> str:
-    try:
+    with contextlib.suppress(ValueError):
         if len(v) == 10 and _dt.date.fromisoformat(v):
             return v
-    except ValueError:
-        pass
     raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
 
 
@@ -76,10 +75,8 @@ class Figure(loader.Strict):
     def _basis(self) -> Figure:
         loader.check_basis_block(self, FROM_FIELDS.split(), "the figure's own field")
         if self.unit.startswith("$/") and self.price_kind is None:
-            raise ValueError(
-                "price_kind: a price must say what it is (list price, rental "
-                "contract, ownership-cost model or modelled rental)"
-            )
+            kinds = ", ".join(get_args(PriceKind))
+            raise loader.field_error("price_kind", f"a price must say what it is: one of {kinds}")
         return self
 
     @property
