@@ -43,9 +43,8 @@ def check_unique_ids(entries: Sequence[Any], section: str) -> None:
     seen: dict[str, int] = {}
     for i, entry in enumerate(entries):
         if entry.id in seen:
-            raise field_error(
-                f"{section}.{i}.id", f"duplicate id (entries {seen[entry.id]} and {i})"
-            )
+            problem = f"duplicate id (entries {seen[entry.id]} and {i})"
+            raise field_error(f"{section}.{i}.id", problem)
         seen[entry.id] = i
 
 
@@ -99,15 +98,11 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
         try:
             hash(key)
         except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"a mapping key must be text or a number, not a {type(key).__name__}",
-                key_node.start_mark,
-            ) from None
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
+            problem = f"a mapping key must be text or a number, not a {type(key).__name__}"
+        else:
+            problem = f"duplicate key {key!r}" if key in seen else ""
+        if problem:
+            raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=True)
 
@@ -143,9 +138,16 @@ def _shallow(text: str) -> bool:
     return indent // 2 <= _SHALLOW_DEPTH
 
 
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_BOOL = "tag:yaml.org,2002:bool"
+#: YAML 1.2 core schema's booleans, integers and floats: tag -> (pattern, first characters).
+_CORE12 = {
+    "tag:yaml.org,2002:bool": (r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    "tag:yaml.org,2002:int": (r"^[-+]?(?:0|[1-9][0-9]*)$", "-+0123456789"),
+    "tag:yaml.org,2002:float": (
+        r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+}
 
 
 class Yaml12Loader(_UniqueKeyLoader):
@@ -154,23 +156,11 @@ class Yaml12Loader(_UniqueKeyLoader):
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL)]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _CORE12]
     for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()
 }
-Yaml12Loader.add_implicit_resolver(
-    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-Yaml12Loader.add_implicit_resolver(
-    _INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789")
-)
-Yaml12Loader.add_implicit_resolver(
-    _FLOAT,
-    re.compile(
-        r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-    ),
-    list("-+.0123456789"),
-)
+for _tag, (_rx, _first) in _CORE12.items():
+    Yaml12Loader.add_implicit_resolver(_tag, re.compile(_rx), list(_first))
 
 
 def _load(loader: Any, may_alias: bool = True) -> Any:
@@ -181,10 +171,7 @@ def _load(loader: Any, may_alias: bool = True) -> Any:
             memo: dict[int, int] = {}
             extra = _expanded_size(node, memo) - len(memo)
             if extra > MAX_ALIAS_NODES:
-                problem = (
-                    f"aliases expand to {extra:,} more nodes, over the limit "
-                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)"
-                )
+                problem = f"aliases add {extra:,} nodes, over the {MAX_ALIAS_NODES:,} allowed"
                 raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
         return None if node is None else loader.construct_document(node)
     finally:

@@ -332,10 +332,8 @@ class RackScaling(Scenario):
         if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
             raise _bad("reference_gpus", "give reference_gpus and deployment_gpus together")
         if self.reference_gpus and self.deployment_gpus <= self.reference_gpus:
-            raise _bad(
-                "deployment_gpus",
-                f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}",
-            )
+            problem = f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}"
+            raise _bad("deployment_gpus", problem)
         if self.prefix_len >= self.input_len:
             raise _bad("prefix_len", "must be smaller than input_len")
         super().check()
