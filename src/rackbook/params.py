@@ -30,8 +30,8 @@ class Spec:
     a catalog id), inclusive range ``lo``..``hi`` (``*_open``: that end excluded)."""
 
     kind: str
-    lo: float | None = None
-    hi: float | None = None
+    lo: float = -math.inf
+    hi: float = math.inf
     unit: str = ""
     choices: tuple[str, ...] = ()
     nullable: bool = False
@@ -41,15 +41,10 @@ class Spec:
     min_items: int = 1
 
     def range_text(self) -> str:
-        """The range in words: ``an integer from 1 to 100,000 (GPUs)``."""
+        """The range in words: ``an integer from 1 to 100,000 (GPUs)`` (numbers have both ends)."""
         what = "an integer" if self.kind == "int" else "a number"
         unit = f" ({self.unit})" if self.unit else ""
-        if self.lo is None:
-            return f"{what}{unit}"
-        lo = _fmt(self.lo)
-        if self.hi is None:
-            return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
-        low = f"over {lo} and" if self.lo_open else f"from {lo} to"
+        low = f"over {_fmt(self.lo)} and" if self.lo_open else f"from {_fmt(self.lo)} to"
         high = "under " if self.hi_open else ("at most " if self.lo_open else "")
         return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
 
@@ -96,17 +91,11 @@ def to_number(value: Any, spec: Spec) -> int | float:
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_NUMBER_CHARS:
-            raise ValueError(
-                f"{len(text):,} characters is not {spec.range_text()} "
-                f"(at most {MAX_NUMBER_CHARS} characters are read as a number)"
-            )
-        try:
-            if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):
-                raise ValueError(text)  # also other scripts' digits, which Python reads
-            number: int | float = int(text, 10) if integer else float(text)
-        except ValueError:
+            raise ValueError(f"{len(text):,} characters: a number has at most {MAX_NUMBER_CHARS}")
+        if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):  # also other scripts' digits
             why = _not_a_number(text)
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}") from None
+            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+        number: int | float = int(text, 10) if integer else float(text)
     elif isinstance(value, int):
         number = value
         if value.bit_length() > 128:  # a YAML integer of many digits: never in range
@@ -120,8 +109,8 @@ def to_number(value: Any, spec: Spec) -> int | float:
             raise ValueError(f"must be a finite number, got {_show(value)}")
         if number != 0 and abs(number) < sys.float_info.min:
             raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
-    low = spec.lo is not None and (number <= spec.lo if spec.lo_open else number < spec.lo)
-    high = spec.hi is not None and (number >= spec.hi if spec.hi_open else number > spec.hi)
+    low = number <= spec.lo if spec.lo_open else number < spec.lo
+    high = number >= spec.hi if spec.hi_open else number > spec.hi
     if low or high:
         shown = _show(value) if isinstance(value, str) else _fmt(number)
         raise ValueError(f"must be {spec.range_text()}, got {shown}")
@@ -365,23 +354,15 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
         problem = f"must be a layer from 0 to {layers - 1}, got {show}"
         raise InputError(where, "parameter show_layer", problem)
     if isinstance(fit, int) and not 1 <= fit < windows:
-        raise InputError(
-            where,
-            "parameter fit_windows",
-            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
-            f"is left to score, got {fit}",
-        )
+        problem = f"must be 1 to {windows - 1} ({windows} windows, one left to score), got {fit}"
+        raise InputError(where, "parameter fit_windows", problem)
 
 
 def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str) -> None:
     """Each node holds a whole number of ranks: ``nodes`` divides ``ep_size``."""
     if nodes > ep_size or ep_size % nodes:
-        raise InputError(
-            where,
-            field,
-            f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a "
-            "whole number of ranks, so nodes must divide it",
-        )
+        problem = f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): it must divide them"
+        raise InputError(where, field, problem)
 
 
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.

@@ -31,11 +31,9 @@ Text = Annotated[str, Field(min_length=1)]
 
 
 def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
-    """A value > 0 within [``lo``, ``hi``] ``unit``: outside is a typo or a wrong unit."""
+    """A value within [``lo``, ``hi``] ``unit`` (``lo`` > 0): outside is a typo or a wrong unit."""
 
     def check(v: float) -> float:
-        if not v > 0:
-            raise ValueError("must be > 0")
         if not lo <= v <= hi:
             raise ValueError(
                 f"{v:,g} is outside the physical range {lo:g} to {hi:g} {unit} (a wrong unit?)"
@@ -187,7 +185,7 @@ class HardwareCatalog(Strict):
 
     @model_validator(mode="after")
     def _ids_and_gpus(self) -> HardwareCatalog:
-        for section in SECTIONS:
+        for section in ("gpus", "systems", "prices", "token_prices"):
             for key, entry in getattr(self, section).items():
                 if entry.id and entry.id != key:
                     raise field_error(f"{section}.{key}.id", f"{entry.id!r} differs from key")
@@ -369,15 +367,6 @@ def _hardware_path(path: str | Path | None) -> Path:
     return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
 
 
-#: Hardware catalog sections -> the type of their entries.
-SECTIONS: dict[str, type[Strict]] = {
-    "gpus": GpuSpec,
-    "systems": SystemSpec,
-    "prices": PriceSpec,
-    "token_prices": TokenPriceSpec,
-}
-
-
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
     return loader.load(HardwareCatalog, _hardware_path(path))
@@ -397,11 +386,12 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -
     key = _folded(entries, key)
     if key not in entries:
         shown = loader.display_path(_hardware_path(path))
+        fields = _required(get_args(HardwareCatalog.model_fields[section].annotation)[1])
         raise InputError(
             shown,
             f"{section}.{key}",
             f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
-            f"under {section}: in {shown} with the fields {_required(SECTIONS[section])}",
+            f"under {section}: in {shown} with the fields {fields}",
         )
     return entries[key]
 
