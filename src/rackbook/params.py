@@ -313,12 +313,7 @@ def check_given(
             spec = Spec("text", nullable=spec.nullable)
         if name != "trace":  # the runner checks the folder
             check_value(value, spec, where, field_name)
-    check_together(result, {**(defaults or {}), **values}, where)
-
-
-def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
-    """The rules between one notebook's parameters (defaults and given merged)."""
-    p = params
+    p = {**(defaults or {}), **values}  # the rules between them
 
     def ints(*names: str) -> bool:
         return all(type(p.get(n)) is int for n in names)  # bool is no int here
@@ -330,7 +325,7 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
         if p["prefix_len"] > p["input_len"]:
             problem = f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}"
             raise InputError(where, "parameter prefix_len", problem)
-    if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
+    if result == "eplb-balance" and ints("nodes", "ep_size"):
         _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
 

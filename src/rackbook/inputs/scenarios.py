@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -162,9 +162,9 @@ class Scenario:
         i, o, n, c = sizes
         return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
 
-    def _serve(self, points: tuple[PlanPoint, ...], *extra: str) -> list[Phase]:
+    def _serve(self, points: Iterable[PlanPoint], *extra: str) -> list[Phase]:
         """One phase of one server (the scenario's flags, then ``extra``) for ``points``."""
-        return [Phase("serve", (*self.serve_args(), *extra), 1, points)]
+        return [Phase("serve", (*self.serve_args(), *extra), 1, tuple(points))]
 
 
 @dataclass(frozen=True)
@@ -193,16 +193,14 @@ class DecodeParity(Scenario):
             return []
         r, pt = self.decode_ranks, functools.partial(self._pt, self.input_len, self.output_len)
         return self._serve(
-            tuple(
-                pt(
-                    self.prompts_per_batch * b * r,
-                    b * r,  # client concurrency: b requests on each decode rank
-                    point_id=self.point_id("serve", b),
-                    labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
-                    raw_name=f"b{b}.json",
-                )
-                for b in self.batch_sizes
+            pt(
+                self.prompts_per_batch * b * r,
+                b * r,  # client concurrency: b requests on each decode rank
+                point_id=self.point_id("serve", b),
+                labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
+                raw_name=f"b{b}.json",
             )
+            for b in self.batch_sizes
         )
 
 
@@ -224,18 +222,16 @@ class ContextLatency(Scenario):
 
     def phases(self) -> list[Phase]:
         return self._serve(
-            tuple(
-                self._pt(
-                    n,
-                    self.output_len,
-                    self.num_requests,
-                    self.concurrency,
-                    point_id=f"ctx-{n}",
-                    seed=self.seed + k,
-                    labels=(("context_tokens", str(n)),),
-                )
-                for k, n in enumerate(self.context_lengths)
+            self._pt(
+                n,
+                self.output_len,
+                self.num_requests,
+                self.concurrency,
+                point_id=f"ctx-{n}",
+                seed=self.seed + k,
+                labels=(("context_tokens", str(n)),),
             )
+            for k, n in enumerate(self.context_lengths)
         )
 
 
