@@ -410,8 +410,7 @@ def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
     """The most NIC bandwidth per GPU (bytes/s each way) a system of ``gpu_id`` lists; else None."""
     cat = load_hardware(path)
     key = _folded(cat.gpus, gpu_id)
-    systems = cat.systems.values()
-    found = [s.nic_bandwidth_bytes_per_s_per_gpu for s in systems if s.gpu == key]
+    found = [s.nic_bandwidth_bytes_per_s_per_gpu for s in cat.systems.values() if s.gpu == key]
     return max((f for f in found if f is not None), default=None)
 
 

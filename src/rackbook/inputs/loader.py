@@ -90,7 +90,12 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader refusing duplicate keys (alias bombs: :func:`_load`)."""
 
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The same on libyaml's C parser (10x faster), for documents at most :data:`_SHALLOW_DEPTH`
+    deep (the Python parser's recursion limit refuses deeper ones)."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     seen: set[Any] = set()
     for key_node, _ in node.value:
@@ -107,17 +112,8 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
     return loader.construct_mapping(node, deep=True)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same on libyaml's C parser (10x faster), for documents at most :data:`_SHALLOW_DEPTH`
-    deep (the Python parser's recursion limit refuses deeper ones)."""
-
-
-_FastUniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
+for _loader in (_UniqueKeyLoader, _FastUniqueKeyLoader):
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 #: The deepest nesting (brackets, or indentation / 2) a document may have to take the C parser.
 _SHALLOW_DEPTH = 64
