@@ -90,10 +90,7 @@ class GpuSpec(_Sourced):
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
     sources: Urls
-    SOURCED = {
-        "hbm_reported_bytes": "hbm_reported_source",
-        "host_memory_bytes": "host_memory_source",
-    }
+    SOURCED = dict(hbm_reported_bytes="hbm_reported_source", host_memory_bytes="host_memory_source")
 
     @property
     def memory_bytes(self) -> int:

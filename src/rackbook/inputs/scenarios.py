@@ -406,10 +406,8 @@ def fit_endpoint(
         fill["engines"] = tuple(e for e in engines if e != "offline")
     sc = dataclasses.replace(sc, **fill)
     if "max_num_seqs" not in given:
-        most = max(
-            (p.concurrency or p.num_prompts for ph in sc.phases() for p in ph.points), default=1
-        )
-        sc = dataclasses.replace(sc, max_num_seqs=max(sc.max_num_seqs, most))
+        most = [p.concurrency or p.num_prompts for ph in sc.phases() for p in ph.points]
+        sc = dataclasses.replace(sc, max_num_seqs=max([sc.max_num_seqs, *most]))
     sc.check()
     return sc
 
