@@ -86,8 +86,6 @@ def _not_a_number(text: str) -> str:
 def to_number(value: Any, spec: Spec) -> int | float:
     """``value`` (text or parsed YAML/JSON) as ``spec``'s number in range; else ValueError."""
     integer = spec.kind == "int"
-    if isinstance(value, bool):
-        raise ValueError(f"expected {spec.range_text()}, got {value!r}")
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_NUMBER_CHARS:
@@ -96,7 +94,7 @@ def to_number(value: Any, spec: Spec) -> int | float:
             why = _not_a_number(text)
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
         number: int | float = int(text, 10) if integer else float(text)
-    elif isinstance(value, int):
+    elif isinstance(value, int) and not isinstance(value, bool):
         number = value
         if value.bit_length() > 128:  # a YAML integer of many digits: never in range
             raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
@@ -132,11 +130,11 @@ def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
             if spec.nullable:
                 return None
             raise ValueError("must not be null (None)")
-        if spec.kind in ("int", "number") and isinstance(value, str):
+        if spec.kind in ("int", "number") and not isinstance(value, str):
+            return to_number(value, spec)
+        if spec.kind in ("int", "number"):  # text read from YAML is never a number
             why = _not_a_number(value.strip())
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        if spec.kind in ("int", "number"):
-            return to_number(value, spec)
         if spec.kind == "list":
             raise ValueError(f"expected a list, got {_show(value)}")
         return _check_text(value, spec)
