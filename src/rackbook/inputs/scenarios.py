@@ -285,16 +285,11 @@ class PrefillGain(Scenario):
                 raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
+        sizes = (self.new_tokens, self.output_len, self.num_requests, 1)
         out = []
         for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
             pt = self._pt(
-                self.new_tokens,
-                self.output_len,
-                self.num_requests,
-                1,
-                point_id=f"prefill-{label}",
-                config=label,
-                prefix_len=self.prefix_tokens,
+                *sizes, point_id=f"prefill-{label}", config=label, prefix_len=self.prefix_tokens
             )
             args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
             out.append(Phase(label, args, 1, (pt,)))
