@@ -5,8 +5,10 @@ its range or choices and unit, and the one rule reading a value. Standard librar
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import functools
+import json
 import math
 import re
 import sys
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rackbook import paths
 from rackbook.errors import InputError
 from rackbook.limits import BOUNDS, MAX_LIST_ENTRIES
 
@@ -175,10 +178,6 @@ def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
     return Spec("number", lo, hi, unit, **kw)
 
 
-def _choice(*choices: str) -> Spec:
-    return Spec("choice", choices=choices)
-
-
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
@@ -186,10 +185,12 @@ TOKENS = BOUNDS["context"]
 #: allows None, ``KIND+`` is a list of one or more, ``KIND*`` a list that may be empty.
 KINDS: dict[str, Spec] = {
     **{k: Spec(k) for k in ("path", "text", "url", *CATALOG)},
-    "source": _choice("trace", "live"),
-    "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
-    "stat": _choice("median", "mean", "pooled"),
-    "kv_dtype": _choice(*KV_DTYPES),
+    "source": Spec("choice", choices=("trace", "live")),
+    "metric": Spec(
+        "choice", choices=("total", "output", "input", "new_input", "cached_input", "computed")
+    ),
+    "stat": Spec("choice", choices=("median", "mean", "pooled")),
+    "kv_dtype": Spec("choice", choices=KV_DTYPES),
     "tokens": int_range(1, TOKENS, "tokens"),
     "context": int_range(0, TOKENS, "tokens"),
     "gpus": int_range(1, "gpus", "GPUs"),
@@ -230,11 +231,6 @@ def kind_spec(type_name: str) -> Spec:
 @functools.cache
 def _cell(result: str) -> dict[str, tuple[Any, str]]:
     """``result``'s ``parameters`` cell: name -> (literal default or None, type comment)."""
-    import ast
-    import json
-
-    from rackbook import paths
-
     if result not in paths.RESULTS:
         return {}
     nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
@@ -297,8 +293,6 @@ def check_given(
 ) -> None:
     """The one check of ``result``'s notebook parameters given against their declarations
     (catalog ids looked up with ``lookup``), then the rules between them over ``defaults``."""
-    from rackbook import paths
-
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
         return  # "all" or an unknown result (its own check says), or no checkout
     specs = declared(result)
