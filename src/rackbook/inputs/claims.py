@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
@@ -156,15 +156,11 @@ class Claim(_Model):
     basis: dict[str, Any]
     derived_from: str | None = None
 
-    @field_validator("result")
-    @classmethod
-    def _known_result(cls, v: str) -> str:
-        if v not in paths.RESULTS:
-            raise ValueError(f"unknown result {v!r}; expected one of {', '.join(paths.RESULTS)}")
-        return v
-
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
+        if self.result not in paths.RESULTS:
+            problem = f"unknown result {self.result!r}; expected one of {', '.join(paths.RESULTS)}"
+            raise loader.field_error("result", problem)
         if not self.id.startswith(self.result + "."):
             raise loader.field_error("id", f"must start with the result name {self.result + '.'!r}")
         for field, (needing, what) in _BY_COMPARISON.items():
