@@ -5,6 +5,7 @@ FLOP/s, parameters, tokens, US dollars per GPU-hour; an unknown figure is ``None
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections.abc import Callable
@@ -499,8 +500,6 @@ def _display_names(data: Path) -> dict[str, str]:
 
 def cli_catalog(args: Any) -> int:
     """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
-    import json
-
     hw = load_hardware()
     doc = {
         "models": [{"id": m, "name": load_model(m).name} for m in list_models()],
