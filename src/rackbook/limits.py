@@ -120,7 +120,7 @@ def bounded(
 ) -> int:
     """``value`` when it is at most ``BOUNDS[name]``, else InputError naming the bound."""
     if value > BOUNDS[name]:
-        problem = f"{value:,.0f} is over {BOUNDS[name]:,}, rackbook's bound on {name}"
+        problem = f"{value:,.0f} is too large: at most {BOUNDS[name]:,} (rackbook's {name} bound)"
         raise InputError(where, field or name, problem)
     return int(value)
 
