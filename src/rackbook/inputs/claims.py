@@ -255,17 +255,15 @@ class Registry(_Model):
 
     def value(self, claim_id: str) -> float:
         """The published figure of a single-valued claim, in its unit."""
-        c = self.get(claim_id)
-        if c.value is None:
+        if (value := self.get(claim_id).value) is None:
             raise InputError(self._file, f"claims[{claim_id}].value", "is a range: use .range()")
-        return c.value
+        return value
 
     def range(self, claim_id: str) -> Range:
         """The published interval of a range claim, in its unit."""
-        c = self.get(claim_id)
-        if c.values is None:
+        if (values := self.get(claim_id).values) is None:
             raise InputError(self._file, f"claims[{claim_id}].values", "is not a range claim")
-        return c.values
+        return values
 
     def tolerance(self, claim_id: str) -> float:
         """How far a reproduced number may sit from the published one (0 when none is set)."""

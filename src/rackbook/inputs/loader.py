@@ -50,8 +50,7 @@ def check_unique_ids(entries: Sequence[Any], section: str) -> None:
 
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
     """An entry's ``basis`` sets no part ``taken`` from ``where`` and builds; else an error."""
-    clash = sorted(set(entry.basis) & set(taken))
-    if clash:
+    if clash := sorted(set(entry.basis) & set(taken)):
         raise field_error(f"basis.{clash[0]}", f"comes from {where}; not allowed here")
     try:
         entry.figure_basis  # noqa: B018 - validates
