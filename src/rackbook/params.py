@@ -368,7 +368,6 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = spec.kind
     parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
     return parse
 
