@@ -838,7 +838,11 @@ def test_claims_yaml_bad_file(tmp_path, content, field, problem):
             "field required",
         ),
         (_nested("architecture.num_layers", "forty"), "architecture.num_layers", "integer"),
-        (_nested("architecture.num_layers", -4), "architecture.num_layers", "must be >"),
+        (
+            _nested("architecture.num_layers", -4),
+            "architecture.num_layers",
+            "-4 is outside the physical range",
+        ),
         (_nested("architecture.colour", "red"), "architecture.colour", "unknown field"),
         (_nested("moe", [1, 2]), "moe", "dictionary"),
     ],
@@ -1359,7 +1363,7 @@ def test_too_few_open_files_is_named_before_any_work(tmp_path):
     proc = subprocess.run([rackbook, "list"], cwd=tmp_path, capture_output=True, text=True,
                           preexec_fn=limited(24, 24))  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "open files: the limit is 24 (ulimit -n)" in proc.stderr
+    assert "open files: 24 is under the 256 rackbook needs: run ulimit -n 256" in proc.stderr
     if hard == resource.RLIM_INFINITY or hard >= 256:
         proc = subprocess.run([rackbook, "catalog"], cwd=tmp_path, capture_output=True,
                               text=True, preexec_fn=limited(24, hard))  # fmt: skip

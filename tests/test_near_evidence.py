@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 import pytest
 
+from rackbook import paths
 from rackbook.inputs import claims, published
 from rackbook.results import conclusions as cc
 from rackbook.results import evidence as ev
@@ -235,7 +236,7 @@ def test_near_evidence_raises_the_certainty_and_is_printed():
 
 
 def test_a_price_must_say_what_it_is(tmp_path):
-    src = (published.paths.DATA / "published" / "figures.yaml").read_text()
+    src = (paths.DATA / "published" / "figures.yaml").read_text()
     bad = src.replace("    price_kind: ownership-cost model\n", "", 1)
     f = tmp_path / "figures.yaml"
     f.write_text(bad)

@@ -79,12 +79,8 @@ def input_file(
         limit_mb = cap_mb or (STREAMED_MAX_MB if streamed else limit_mb)
     if st.st_size > limit_mb * 1e6:
         size = f"{st.st_size / 1e6:,.1f} MB" if st.st_size >= 1e5 else f"{st.st_size:,} bytes"
-        raise InputError(
-            p,
-            field,
-            f"{size} is over the input size limit {limit_mb:g} MB for this kind of file "
-            "(raise it with --max-input-mb)",
-        )
+        problem = f"{size} is over the input size limit {limit_mb:g} MB (see --max-input-mb)"
+        raise InputError(p, field, problem)
     return p
 
 
@@ -123,14 +119,9 @@ def bounded(
     value: int | float, name: str, where: str | Path = "-", field: str | None = None
 ) -> int:
     """``value`` when it is at most ``BOUNDS[name]``, else InputError naming the bound."""
-    bound = BOUNDS[name]
-    if value > bound:
-        raise InputError(
-            where,
-            field or name,
-            f"{value:,.0f} is too large: must be at most {bound:,} "
-            f"(rackbook's bound on {name.replace('_', ' ')})",
-        )
+    if value > BOUNDS[name]:
+        problem = f"{value:,.0f} is too large: at most {BOUNDS[name]:,} (rackbook's {name} bound)"
+        raise InputError(where, field or name, problem)
     return int(value)
 
 
@@ -148,9 +139,5 @@ def check_open_files() -> None:
     with contextlib.suppress(ValueError, OSError):  # ValueError: the hard limit is lower
         resource.setrlimit(resource.RLIMIT_NOFILE, (MIN_OPEN_FILES, hard))
         return
-    raise InputError(
-        "-",
-        "open files",
-        f"the limit is {soft} (ulimit -n): rackbook needs at least "
-        f"{MIN_OPEN_FILES}; raise it (ulimit -n {MIN_OPEN_FILES}) and run again",
-    )
+    problem = f"{soft} is under the {MIN_OPEN_FILES} rackbook needs: run ulimit -n {MIN_OPEN_FILES}"
+    raise InputError("-", "open files", problem)

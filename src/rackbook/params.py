@@ -5,8 +5,10 @@ its range or choices and unit, and the one rule reading a value. Standard librar
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import functools
+import json
 import math
 import re
 import sys
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rackbook import paths
 from rackbook.errors import InputError
 from rackbook.limits import BOUNDS, MAX_LIST_ENTRIES
 
@@ -30,8 +33,8 @@ class Spec:
     a catalog id), inclusive range ``lo``..``hi`` (``*_open``: that end excluded)."""
 
     kind: str
-    lo: float | None = None
-    hi: float | None = None
+    lo: float = -math.inf
+    hi: float = math.inf
     unit: str = ""
     choices: tuple[str, ...] = ()
     nullable: bool = False
@@ -41,15 +44,10 @@ class Spec:
     min_items: int = 1
 
     def range_text(self) -> str:
-        """The range in words: ``an integer from 1 to 100,000 (GPUs)``."""
+        """The range in words: ``an integer from 1 to 100,000 (GPUs)`` (numbers have both ends)."""
         what = "an integer" if self.kind == "int" else "a number"
         unit = f" ({self.unit})" if self.unit else ""
-        if self.lo is None:
-            return f"{what}{unit}"
-        lo = _fmt(self.lo)
-        if self.hi is None:
-            return f"{what} {'over' if self.lo_open else 'at least'} {lo}{unit}"
-        low = f"over {lo} and" if self.lo_open else f"from {lo} to"
+        low = f"over {_fmt(self.lo)} and" if self.lo_open else f"from {_fmt(self.lo)} to"
         high = "under " if self.hi_open else ("at most " if self.lo_open else "")
         return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
 
@@ -91,23 +89,15 @@ def _not_a_number(text: str) -> str:
 def to_number(value: Any, spec: Spec) -> int | float:
     """``value`` (text or parsed YAML/JSON) as ``spec``'s number in range; else ValueError."""
     integer = spec.kind == "int"
-    if isinstance(value, bool):
-        raise ValueError(f"expected {spec.range_text()}, got {value!r}")
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_NUMBER_CHARS:
-            raise ValueError(
-                f"{len(text):,} characters is not {spec.range_text()} "
-                f"(at most {MAX_NUMBER_CHARS} characters are read as a number)"
-            )
-        try:
-            if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):
-                raise ValueError(text)  # also other scripts' digits, which Python reads
-            number: int | float = int(text, 10) if integer else float(text)
-        except ValueError:
+            raise ValueError(f"{len(text):,} characters: a number has at most {MAX_NUMBER_CHARS}")
+        if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):  # also other scripts' digits
             why = _not_a_number(text)
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}") from None
-    elif isinstance(value, int):
+            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+        number: int | float = int(text, 10) if integer else float(text)
+    elif isinstance(value, int) and not isinstance(value, bool):
         number = value
         if value.bit_length() > 128:  # a YAML integer of many digits: never in range
             raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
@@ -120,8 +110,8 @@ def to_number(value: Any, spec: Spec) -> int | float:
             raise ValueError(f"must be a finite number, got {_show(value)}")
         if number != 0 and abs(number) < sys.float_info.min:
             raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
-    low = spec.lo is not None and (number <= spec.lo if spec.lo_open else number < spec.lo)
-    high = spec.hi is not None and (number >= spec.hi if spec.hi_open else number > spec.hi)
+    low = number <= spec.lo if spec.lo_open else number < spec.lo
+    high = number >= spec.hi if spec.hi_open else number > spec.hi
     if low or high:
         shown = _show(value) if isinstance(value, str) else _fmt(number)
         raise ValueError(f"must be {spec.range_text()}, got {shown}")
@@ -143,11 +133,11 @@ def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
             if spec.nullable:
                 return None
             raise ValueError("must not be null (None)")
-        if spec.kind in ("int", "number") and isinstance(value, str):
+        if spec.kind in ("int", "number") and not isinstance(value, str):
+            return to_number(value, spec)
+        if spec.kind in ("int", "number"):  # text read from YAML is never a number
             why = _not_a_number(value.strip())
             raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        if spec.kind in ("int", "number"):
-            return to_number(value, spec)
         if spec.kind == "list":
             raise ValueError(f"expected a list, got {_show(value)}")
         return _check_text(value, spec)
@@ -188,10 +178,6 @@ def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
     return Spec("number", lo, hi, unit, **kw)
 
 
-def _choice(*choices: str) -> Spec:
-    return Spec("choice", choices=choices)
-
-
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
@@ -199,10 +185,12 @@ TOKENS = BOUNDS["context"]
 #: allows None, ``KIND+`` is a list of one or more, ``KIND*`` a list that may be empty.
 KINDS: dict[str, Spec] = {
     **{k: Spec(k) for k in ("path", "text", "url", *CATALOG)},
-    "source": _choice("trace", "live"),
-    "metric": _choice("total", "output", "input", "new_input", "cached_input", "computed"),
-    "stat": _choice("median", "mean", "pooled"),
-    "kv_dtype": _choice(*KV_DTYPES),
+    "source": Spec("choice", choices=("trace", "live")),
+    "metric": Spec(
+        "choice", choices=("total", "output", "input", "new_input", "cached_input", "computed")
+    ),
+    "stat": Spec("choice", choices=("median", "mean", "pooled")),
+    "kv_dtype": Spec("choice", choices=KV_DTYPES),
     "tokens": int_range(1, TOKENS, "tokens"),
     "context": int_range(0, TOKENS, "tokens"),
     "gpus": int_range(1, "gpus", "GPUs"),
@@ -243,11 +231,6 @@ def kind_spec(type_name: str) -> Spec:
 @functools.cache
 def _cell(result: str) -> dict[str, tuple[Any, str]]:
     """``result``'s ``parameters`` cell: name -> (literal default or None, type comment)."""
-    import ast
-    import json
-
-    from rackbook import paths
-
     if result not in paths.RESULTS:
         return {}
     nb = json.loads((paths.NOTEBOOKS / f"{result}.ipynb").read_text(encoding="utf-8"))
@@ -310,8 +293,6 @@ def check_given(
 ) -> None:
     """The one check of ``result``'s notebook parameters given against their declarations
     (catalog ids looked up with ``lookup``), then the rules between them over ``defaults``."""
-    from rackbook import paths
-
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
         return  # "all" or an unknown result (its own check says), or no checkout
     specs = declared(result)
@@ -324,12 +305,7 @@ def check_given(
             spec = Spec("text", nullable=spec.nullable)
         if name != "trace":  # the runner checks the folder
             check_value(value, spec, where, field_name)
-    check_together(result, {**(defaults or {}), **values}, where)
-
-
-def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
-    """The rules between one notebook's parameters (defaults and given merged)."""
-    p = params
+    p = {**(defaults or {}), **values}  # the rules between them
 
     def ints(*names: str) -> bool:
         return all(type(p.get(n)) is int for n in names)  # bool is no int here
@@ -341,7 +317,7 @@ def check_together(result: str, params: Mapping[str, Any], where: str) -> None:
         if p["prefix_len"] > p["input_len"]:
             problem = f"{p['prefix_len']:,} shared tokens exceed the prompt's {p['input_len']:,}"
             raise InputError(where, "parameter prefix_len", problem)
-    if result == "eplb-balance" and ints("nodes", "ep_size") and p["nodes"] >= 1:
+    if result == "eplb-balance" and ints("nodes", "ep_size"):
         _check_nodes(p["nodes"], p["ep_size"], "ep_size", where, "parameter nodes")
 
 
@@ -365,23 +341,15 @@ def check_extent(top: Mapping[str, int], p: Mapping[str, Any], where: str) -> No
         problem = f"must be a layer from 0 to {layers - 1}, got {show}"
         raise InputError(where, "parameter show_layer", problem)
     if isinstance(fit, int) and not 1 <= fit < windows:
-        raise InputError(
-            where,
-            "parameter fit_windows",
-            f"must be from 1 to {windows - 1}: the trace has {windows} windows and at least one "
-            f"is left to score, got {fit}",
-        )
+        problem = f"must be 1 to {windows - 1} ({windows} windows, one left to score), got {fit}"
+        raise InputError(where, "parameter fit_windows", problem)
 
 
 def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str) -> None:
     """Each node holds a whole number of ranks: ``nodes`` divides ``ep_size``."""
     if nodes > ep_size or ep_size % nodes:
-        raise InputError(
-            where,
-            field,
-            f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): each node holds a "
-            "whole number of ranks, so nodes must divide it",
-        )
+        problem = f"{nodes:,} nodes cannot share {ep_size:,} ranks ({ep_name}): it must divide them"
+        raise InputError(where, field, problem)
 
 
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
@@ -400,7 +368,6 @@ def flag_type(spec: Spec) -> Callable[[str], Any]:
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = spec.kind
     parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
     return parse
 

@@ -42,10 +42,6 @@ def output_dir(out_dir: str | Path | None) -> Path:
 def require_checkout() -> Path:
     """The repository root, or InputError when rackbook runs without a checkout."""
     if not (ROOT / "data" / "claims.yaml").is_file():
-        raise InputError(
-            ROOT,
-            "RACKBOOK_ROOT",
-            "no rackbook checkout here (data/claims.yaml missing): run from a clone of the "
-            "repository, or set RACKBOOK_ROOT to one",
-        )
+        problem = "no rackbook checkout here (no data/claims.yaml): run in a clone or set it to one"
+        raise InputError(ROOT, "RACKBOOK_ROOT", problem)
     return ROOT

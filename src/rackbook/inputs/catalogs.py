@@ -5,12 +5,13 @@ FLOP/s, parameters, tokens, US dollars per GPU-hour; an unknown figure is ``None
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -31,11 +32,9 @@ Text = Annotated[str, Field(min_length=1)]
 
 
 def _in_range(lo: float, hi: float, unit: str) -> AfterValidator:
-    """A value > 0 within [``lo``, ``hi``] ``unit``: outside is a typo or a wrong unit."""
+    """A value within [``lo``, ``hi``] ``unit`` (``lo`` > 0): outside is a typo or a wrong unit."""
 
     def check(v: float) -> float:
-        if not v > 0:
-            raise ValueError("must be > 0")
         if not lo <= v <= hi:
             raise ValueError(
                 f"{v:,g} is outside the physical range {lo:g} to {hi:g} {unit} (a wrong unit?)"
@@ -54,11 +53,17 @@ Dim = Annotated[int, _in_range(1, 1 << 20, "values")]
 Layers = Annotated[int, _in_range(1, 1000, "layers")]
 
 
-def _sourced(entry: Strict, *pairs: tuple[str, str]) -> None:
-    """Each given ``value`` field of ``pairs`` (value, source) has its source."""
-    for value, source in pairs:
-        if getattr(entry, value) is not None and not getattr(entry, source):
-            raise field_error(source, f"{value} needs a source")
+class _Sourced(Strict):
+    """An entry whose figures in :attr:`SOURCED` (value field -> source field) need a source."""
+
+    SOURCED: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="after")
+    def _sourced(self) -> Self:
+        for value, source in self.SOURCED.items():
+            if getattr(self, value) is not None and not getattr(self, source):
+                raise field_error(source, f"{value} needs a source")
+        return self
 
 
 class DenseFlops(Strict):
@@ -69,7 +74,7 @@ class DenseFlops(Strict):
     bf16: GpuFlops | None
 
 
-class GpuSpec(Strict):
+class GpuSpec(_Sourced):
     """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
     memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
 
@@ -86,15 +91,7 @@ class GpuSpec(Strict):
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
     sources: Urls
-
-    @model_validator(mode="after")
-    def _memory_sourced(self) -> GpuSpec:
-        _sourced(
-            self,
-            ("hbm_reported_bytes", "hbm_reported_source"),
-            ("host_memory_bytes", "host_memory_source"),
-        )
-        return self
+    SOURCED = dict(hbm_reported_bytes="hbm_reported_source", host_memory_bytes="host_memory_source")
 
     @property
     def memory_bytes(self) -> int:
@@ -118,7 +115,7 @@ class GpuSpec(Strict):
         raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
-class SystemSpec(Strict):
+class SystemSpec(_Sourced):
     """A group of identical GPUs (a rack, a tray, a board); NIC bandwidth per GPU each way."""
 
     id: str = ""
@@ -132,10 +129,10 @@ class SystemSpec(Strict):
     nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
     nic_source: Url | None = None
     sources: Urls
+    SOURCED = {"nic_bandwidth_bytes_per_s_per_gpu": "nic_source"}
 
     @model_validator(mode="after")
     def _trays_multiply(self) -> SystemSpec:
-        _sourced(self, ("nic_bandwidth_bytes_per_s_per_gpu", "nic_source"))
         trays, per = self.trays, self.gpus_per_tray
         if trays is not None and per is not None and trays * per != self.gpus:
             raise ValueError(f"trays x gpus_per_tray = {trays} x {per} != gpus = {self.gpus}")
@@ -186,7 +183,7 @@ class HardwareCatalog(Strict):
 
     @model_validator(mode="after")
     def _ids_and_gpus(self) -> HardwareCatalog:
-        for section in SECTIONS:
+        for section in ("gpus", "systems", "prices", "token_prices"):
             for key, entry in getattr(self, section).items():
                 if entry.id and entry.id != key:
                     raise field_error(f"{section}.{key}.id", f"{entry.id!r} differs from key")
@@ -248,7 +245,7 @@ class ServedWeights(Strict):
     source: Url
 
 
-class Weights(Strict):
+class Weights(_Sourced):
     """Weight dtypes, bytes per routed expert (scales included), bytes a batch-1 decode step
     streams (sourced), other served formats."""
 
@@ -259,11 +256,7 @@ class Weights(Strict):
     decode_active_weight_bytes_source: Url | None
     source: Url | None = None
     served: list[ServedWeights] = []
-
-    @model_validator(mode="after")
-    def _sourced(self) -> Weights:
-        _sourced(self, ("decode_active_weight_bytes", "decode_active_weight_bytes_source"))
-        return self
+    SOURCED = {"decode_active_weight_bytes": "decode_active_weight_bytes_source"}
 
 
 class RowFormat(Strict):
@@ -372,19 +365,9 @@ def _hardware_path(path: str | Path | None) -> Path:
     return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
 
 
-#: Hardware catalog sections -> the type of their entries.
-SECTIONS: dict[str, type[Strict]] = {
-    "gpus": GpuSpec,
-    "systems": SystemSpec,
-    "prices": PriceSpec,
-    "token_prices": TokenPriceSpec,
-}
-
-
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
-    p = _hardware_path(path)
-    return loader.validate(HardwareCatalog, loader.read_yaml(p), loader.display_path(p))
+    return loader.load(HardwareCatalog, _hardware_path(path))
 
 
 def _folded(entries: dict[str, Any], key: str) -> str:
@@ -401,11 +384,12 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -
     key = _folded(entries, key)
     if key not in entries:
         shown = loader.display_path(_hardware_path(path))
+        fields = _required(get_args(HardwareCatalog.model_fields[section].annotation)[1])
         raise InputError(
             shown,
             f"{section}.{key}",
             f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
-            f"under {section}: in {shown} with the fields {_required(SECTIONS[section])}",
+            f"under {section}: in {shown} with the fields {fields}",
         )
     return entries[key]
 
@@ -424,8 +408,7 @@ def nic_bandwidth(gpu_id: str, path: str | Path | None = None) -> float | None:
     """The most NIC bandwidth per GPU (bytes/s each way) a system of ``gpu_id`` lists; else None."""
     cat = load_hardware(path)
     key = _folded(cat.gpus, gpu_id)
-    systems = cat.systems.values()
-    found = [s.nic_bandwidth_bytes_per_s_per_gpu for s in systems if s.gpu == key]
+    found = [s.nic_bandwidth_bytes_per_s_per_gpu for s in cat.systems.values() if s.gpu == key]
     return max((f for f in found if f is not None), default=None)
 
 
@@ -473,7 +456,7 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
     if not isinstance(id_or_path, Path):
         text = catalog_model_id(text) or text
     if isinstance(id_or_path, Path) or looks_like_path(text):
-        return _model_file(paths.resolve(text))
+        return loader.load(ModelSpec, text)
     known = list_models()
     if text not in known:
         shown = loader.display_path(paths.DATA / "models")
@@ -487,16 +470,9 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
             f"write {new} with the fields {_required(ModelSpec)} (copy a known "
             "model's file and change what differs)",
         )
-    spec = _model_file(paths.DATA / "models" / f"{text}.yaml")
+    spec = loader.load(ModelSpec, paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
-    return spec
-
-
-def _model_file(p: Path) -> ModelSpec:
-    shown = loader.display_path(p)
-    spec = loader.validate(ModelSpec, loader.read_yaml(p), shown)
-    spec._file = shown
     return spec
 
 
@@ -524,8 +500,6 @@ def _display_names(data: Path) -> dict[str, str]:
 
 def cli_catalog(args: Any) -> int:
     """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
-    import json
-
     hw = load_hardware()
     doc = {
         "models": [{"id": m, "name": load_model(m).name} for m in list_models()],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
@@ -156,15 +156,11 @@ class Claim(_Model):
     basis: dict[str, Any]
     derived_from: str | None = None
 
-    @field_validator("result")
-    @classmethod
-    def _known_result(cls, v: str) -> str:
-        if v not in paths.RESULTS:
-            raise ValueError(f"unknown result {v!r}; expected one of {', '.join(paths.RESULTS)}")
-        return v
-
     @model_validator(mode="after")
     def _consistent(self) -> Claim:
+        if self.result not in paths.RESULTS:
+            problem = f"unknown result {self.result!r}; expected one of {', '.join(paths.RESULTS)}"
+            raise loader.field_error("result", problem)
         if not self.id.startswith(self.result + "."):
             raise loader.field_error("id", f"must start with the result name {self.result + '.'!r}")
         for field, (needing, what) in _BY_COMPARISON.items():
@@ -208,7 +204,7 @@ class Registry(_Model):
 
     sources: list[Source]
     claims: list[Claim]
-    _path: str = PrivateAttr(default="claims registry")
+    _file: str = PrivateAttr(default="claims registry")
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Registry:
@@ -216,24 +212,19 @@ class Registry(_Model):
         loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            refs = [
-                ("seen_in", c.source.seen_in),
-                *((f"refs.{j}", r) for j, r in enumerate(c.source.refs)),
-            ]
-            for field, ref in refs:
+            refs = {"seen_in": c.source.seen_in} | {
+                f"refs.{j}": r for j, r in enumerate(c.source.refs)
+            }
+            for field, ref in refs.items():
                 if ref not in known:
-                    raise loader.field_error(
-                        f"claims.{i}.source.{field}",
-                        f"unknown source id {ref!r}; known: {', '.join(sorted(known))}",
-                    )
+                    problem = f"unknown source id {ref!r}; known: {', '.join(sorted(known))}"
+                    raise loader.field_error(f"claims.{i}.source.{field}", problem)
             if c.derived_from is not None:
                 parent = next((p for p in self.claims if p.id == c.derived_from), None)
                 if parent is None or parent.result != c.result or parent.derived_from:
-                    raise loader.field_error(
-                        f"claims.{i}.derived_from",
-                        f"{c.derived_from!r} is not a claim of {c.result} stated on its own",
-                    )
-            urls = {self.source(r).url for r in [c.source.seen_in, *c.source.refs]}
+                    problem = f"{c.derived_from!r} is not a claim of {c.result} stated on its own"
+                    raise loader.field_error(f"claims.{i}.derived_from", problem)
+            urls = {self.source(r).url for r in refs.values()}
             if c.source.primary is not None and c.source.primary not in urls:
                 problem = "must be the url of a source named in seen_in or refs"
                 raise loader.field_error(f"claims.{i}.source.primary", problem)
@@ -242,7 +233,7 @@ class Registry(_Model):
     @property
     def path(self) -> str:
         """The file the registry was read from (for messages)."""
-        return self._path
+        return self._file
 
     @property
     def ids(self) -> list[str]:
@@ -252,31 +243,27 @@ class Registry(_Model):
     def for_result(self, name: str) -> list[Claim]:
         """The claims of one result, in file order."""
         if name not in paths.RESULTS:
-            expected = ", ".join(paths.RESULTS)
-            raise InputError(
-                self._path, "result", f"unknown result {name!r}; expected one of {expected}"
-            )
+            problem = f"unknown result {name!r}; expected one of {', '.join(paths.RESULTS)}"
+            raise InputError(self._file, "result", problem)
         return [c for c in self.claims if c.result == name]
 
     def get(self, claim_id: str) -> Claim:
         """The claim with this id."""
         if (c := next((c for c in self.claims if c.id == claim_id), None)) is not None:
             return c
-        raise InputError(self._path, "claims", f"no claim with id {claim_id!r}")
+        raise InputError(self._file, "claims", f"no claim with id {claim_id!r}")
 
     def value(self, claim_id: str) -> float:
         """The published figure of a single-valued claim, in its unit."""
-        c = self.get(claim_id)
-        if c.value is None:
-            raise InputError(self._path, f"claims[{claim_id}].value", "is a range: use .range()")
-        return c.value
+        if (value := self.get(claim_id).value) is None:
+            raise InputError(self._file, f"claims[{claim_id}].value", "is a range: use .range()")
+        return value
 
     def range(self, claim_id: str) -> Range:
         """The published interval of a range claim, in its unit."""
-        c = self.get(claim_id)
-        if c.values is None:
-            raise InputError(self._path, f"claims[{claim_id}].values", "is not a range claim")
-        return c.values
+        if (values := self.get(claim_id).values) is None:
+            raise InputError(self._file, f"claims[{claim_id}].values", "is not a range claim")
+        return values
 
     def tolerance(self, claim_id: str) -> float:
         """How far a reproduced number may sit from the published one (0 when none is set)."""
@@ -287,20 +274,17 @@ class Registry(_Model):
         """The source with this id."""
         if (s := next((s for s in self.sources if s.id == source_id), None)) is not None:
             return s
-        raise InputError(self._path, "sources", f"no source with id {source_id!r}")
+        raise InputError(self._file, "sources", f"no source with id {source_id!r}")
 
 
 def parse_claims(raw: Any, file: str | Path = "claims registry") -> Registry:
     """Validate already-parsed YAML/JSON data; errors name ``file``, the entry and the field."""
-    registry = loader.validate(Registry, raw, file)
-    registry._path = str(file)
-    return registry
+    return loader.validate(Registry, raw, file)
 
 
 def load_claims(path: str | Path | None = None) -> Registry:
     """Read and validate the claims registry (default ``data/claims.yaml``)."""
-    p = paths.DATA / "claims.yaml" if path is None else paths.resolve(path)
-    return parse_claims(loader.read_yaml(p), loader.display_path(p))
+    return loader.load(Registry, paths.DATA / "claims.yaml" if path is None else path)
 
 
 def _number(x: float, signed: bool = False) -> str:

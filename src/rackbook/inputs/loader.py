@@ -43,16 +43,14 @@ def check_unique_ids(entries: Sequence[Any], section: str) -> None:
     seen: dict[str, int] = {}
     for i, entry in enumerate(entries):
         if entry.id in seen:
-            raise field_error(
-                f"{section}.{i}.id", f"duplicate id (entries {seen[entry.id]} and {i})"
-            )
+            problem = f"duplicate id (entries {seen[entry.id]} and {i})"
+            raise field_error(f"{section}.{i}.id", problem)
         seen[entry.id] = i
 
 
 def check_basis_block(entry: Any, taken: Sequence[str], where: str) -> None:
     """An entry's ``basis`` sets no part ``taken`` from ``where`` and builds; else an error."""
-    clash = sorted(set(entry.basis) & set(taken))
-    if clash:
+    if clash := sorted(set(entry.basis) & set(taken)):
         raise field_error(f"basis.{clash[0]}", f"comes from {where}; not allowed here")
     try:
         entry.figure_basis  # noqa: B018 - validates
@@ -91,7 +89,12 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader refusing duplicate keys (alias bombs: :func:`_load`)."""
 
 
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The same on libyaml's C parser (10x faster), for documents at most :data:`_SHALLOW_DEPTH`
+    deep (the Python parser's recursion limit refuses deeper ones)."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     seen: set[Any] = set()
     for key_node, _ in node.value:
@@ -99,30 +102,17 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
         try:
             hash(key)
         except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"a mapping key must be text or a number, not a {type(key).__name__}",
-                key_node.start_mark,
-            ) from None
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", mark)
+            problem = f"a mapping key must be text or a number, not a {type(key).__name__}"
+        else:
+            problem = f"duplicate key {key!r}" if key in seen else ""
+        if problem:
+            raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=True)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-class _FastUniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The same on libyaml's C parser (10x faster), for documents at most :data:`_SHALLOW_DEPTH`
-    deep (the Python parser's recursion limit refuses deeper ones)."""
-
-
-_FastUniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
+for _loader in (_UniqueKeyLoader, _FastUniqueKeyLoader):
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 #: The deepest nesting (brackets, or indentation / 2) a document may have to take the C parser.
 _SHALLOW_DEPTH = 64
@@ -143,9 +133,16 @@ def _shallow(text: str) -> bool:
     return indent // 2 <= _SHALLOW_DEPTH
 
 
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_BOOL = "tag:yaml.org,2002:bool"
+#: YAML 1.2 core schema's booleans, integers and floats: tag -> (pattern, first characters).
+_CORE12 = {
+    "tag:yaml.org,2002:bool": (r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    "tag:yaml.org,2002:int": (r"^[-+]?(?:0|[1-9][0-9]*)$", "-+0123456789"),
+    "tag:yaml.org,2002:float": (
+        r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+}
 
 
 class Yaml12Loader(_UniqueKeyLoader):
@@ -154,23 +151,11 @@ class Yaml12Loader(_UniqueKeyLoader):
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT, _BOOL)]
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _CORE12]
     for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()
 }
-Yaml12Loader.add_implicit_resolver(
-    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-Yaml12Loader.add_implicit_resolver(
-    _INT, re.compile(r"^[-+]?(?:0|[1-9][0-9]*)$"), list("-+0123456789")
-)
-Yaml12Loader.add_implicit_resolver(
-    _FLOAT,
-    re.compile(
-        r"^(?:[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-    ),
-    list("-+.0123456789"),
-)
+for _tag, (_rx, _first) in _CORE12.items():
+    Yaml12Loader.add_implicit_resolver(_tag, re.compile(_rx), list(_first))
 
 
 def _load(loader: Any, may_alias: bool = True) -> Any:
@@ -181,10 +166,7 @@ def _load(loader: Any, may_alias: bool = True) -> Any:
             memo: dict[int, int] = {}
             extra = _expanded_size(node, memo) - len(memo)
             if extra > MAX_ALIAS_NODES:
-                problem = (
-                    f"aliases expand to {extra:,} more nodes, over the limit "
-                    f"{MAX_ALIAS_NODES:,} (an alias bomb?)"
-                )
+                problem = f"aliases add {extra:,} nodes, over the {MAX_ALIAS_NODES:,} allowed"
                 raise yaml.composer.ComposerError(None, None, problem, node.start_mark)
         return None if node is None else loader.construct_document(node)
     finally:
@@ -287,18 +269,22 @@ def problem_text(err: Mapping[str, Any]) -> str:
 
 
 def validate(model: type[M], raw: Any, file: str | Path) -> M:
-    """``raw`` validated with ``model``; the first problem one InputError (``(+N more)``)."""
+    """``raw`` validated with ``model`` (its ``_file`` set to ``file``); the first problem one
+    InputError (``(+N more)``)."""
     file = str(file)
     if not isinstance(raw, dict):
         kind = "empty file" if raw is None else type(raw).__name__
         raise InputError(file, "(top level)", f"expected a mapping, got {kind}")
     try:
-        return model.model_validate(raw)
+        obj = model.model_validate(raw)
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         raise InputError(file, _field_path(raw, first), problem_text(first) + more) from None
+    if "_file" in model.__private_attributes__:  # what errors about the entry name
+        setattr(obj, "_file", file)  # noqa: B010 - a private attribute mypy does not see
+    return obj
 
 
 def load(model: type[M], path: str | Path) -> M:

@@ -4,13 +4,13 @@ first-hand (``verified``), the claim it bears on and its ``role`` there; and sou
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
-from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
@@ -26,11 +26,9 @@ REGISTRY = "data/published/figures.yaml"
 
 
 def _iso_date(v: str) -> str:
-    try:
+    with contextlib.suppress(ValueError):
         if len(v) == 10 and _dt.date.fromisoformat(v):
             return v
-    except ValueError:
-        pass
     raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
 
 
@@ -77,10 +75,8 @@ class Figure(loader.Strict):
     def _basis(self) -> Figure:
         loader.check_basis_block(self, FROM_FIELDS.split(), "the figure's own field")
         if self.unit.startswith("$/") and self.price_kind is None:
-            raise ValueError(
-                "price_kind: a price must say what it is (list price, rental "
-                "contract, ownership-cost model or modelled rental)"
-            )
+            kinds = ", ".join(get_args(PriceKind))
+            raise loader.field_error("price_kind", f"a price must say what it is: one of {kinds}")
         return self
 
     @property
@@ -123,6 +119,7 @@ class FigureRegistry(loader.Strict):
 
     figures: list[Figure]
     rejected: list[Rejected] = Field(default_factory=list)
+    _file: str = PrivateAttr(default="-")
 
     @model_validator(mode="after")
     def _unique(self) -> FigureRegistry:
@@ -139,13 +136,11 @@ def load_figures(
 ) -> FigureRegistry:
     """Read and validate the figure registry (default :data:`REGISTRY`); every ``claim`` must be
     an id of the claims registry (``registry``, default ``data/claims.yaml``)."""
-    p = paths.resolve(path or REGISTRY)
-    shown = loader.display_path(p)
-    reg = loader.validate(FigureRegistry, loader.read_yaml(p), shown)
+    reg = loader.load(FigureRegistry, path or REGISTRY)
     known = set((registry or claims.load_claims()).ids)
     bad = [(f"figures[{f.id or i}]", f.claim) for i, f in enumerate(reg.figures)]
     bad += [(f"rejected[{i}]", r.claim) for i, r in enumerate(reg.rejected)]
     for where, claim in bad:
         if claim not in known:
-            raise InputError(shown, f"{where}.claim", f"unknown claim id {claim!r}")
+            raise InputError(reg._file, f"{where}.claim", f"unknown claim id {claim!r}")
     return reg

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -162,9 +162,9 @@ class Scenario:
         i, o, n, c = sizes
         return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
 
-    def _serve(self, points: tuple[PlanPoint, ...], *extra: str) -> list[Phase]:
+    def _serve(self, points: Iterable[PlanPoint], *extra: str) -> list[Phase]:
         """One phase of one server (the scenario's flags, then ``extra``) for ``points``."""
-        return [Phase("serve", (*self.serve_args(), *extra), 1, points)]
+        return [Phase("serve", (*self.serve_args(), *extra), 1, tuple(points))]
 
 
 @dataclass(frozen=True)
@@ -193,16 +193,14 @@ class DecodeParity(Scenario):
             return []
         r, pt = self.decode_ranks, functools.partial(self._pt, self.input_len, self.output_len)
         return self._serve(
-            tuple(
-                pt(
-                    self.prompts_per_batch * b * r,
-                    b * r,  # client concurrency: b requests on each decode rank
-                    point_id=self.point_id("serve", b),
-                    labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
-                    raw_name=f"b{b}.json",
-                )
-                for b in self.batch_sizes
+            pt(
+                self.prompts_per_batch * b * r,
+                b * r,  # client concurrency: b requests on each decode rank
+                point_id=self.point_id("serve", b),
+                labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
+                raw_name=f"b{b}.json",
             )
+            for b in self.batch_sizes
         )
 
 
@@ -224,18 +222,16 @@ class ContextLatency(Scenario):
 
     def phases(self) -> list[Phase]:
         return self._serve(
-            tuple(
-                self._pt(
-                    n,
-                    self.output_len,
-                    self.num_requests,
-                    self.concurrency,
-                    point_id=f"ctx-{n}",
-                    seed=self.seed + k,
-                    labels=(("context_tokens", str(n)),),
-                )
-                for k, n in enumerate(self.context_lengths)
+            self._pt(
+                n,
+                self.output_len,
+                self.num_requests,
+                self.concurrency,
+                point_id=f"ctx-{n}",
+                seed=self.seed + k,
+                labels=(("context_tokens", str(n)),),
             )
+            for k, n in enumerate(self.context_lengths)
         )
 
 
@@ -289,16 +285,11 @@ class PrefillGain(Scenario):
                 raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
+        sizes = (self.new_tokens, self.output_len, self.num_requests, 1)
         out = []
         for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
             pt = self._pt(
-                self.new_tokens,
-                self.output_len,
-                self.num_requests,
-                1,
-                point_id=f"prefill-{label}",
-                config=label,
-                prefix_len=self.prefix_tokens,
+                *sizes, point_id=f"prefill-{label}", config=label, prefix_len=self.prefix_tokens
             )
             args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
             out.append(Phase(label, args, 1, (pt,)))
@@ -332,10 +323,8 @@ class RackScaling(Scenario):
         if (self.reference_gpus > 0) != (self.deployment_gpus > 0):
             raise _bad("reference_gpus", "give reference_gpus and deployment_gpus together")
         if self.reference_gpus and self.deployment_gpus <= self.reference_gpus:
-            raise _bad(
-                "deployment_gpus",
-                f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}",
-            )
+            problem = f"{self.deployment_gpus} must exceed reference_gpus {self.reference_gpus}"
+            raise _bad("deployment_gpus", problem)
         if self.prefix_len >= self.input_len:
             raise _bad("prefix_len", "must be smaller than input_len")
         super().check()
@@ -412,10 +401,8 @@ def fit_endpoint(
         fill["engines"] = tuple(e for e in engines if e != "offline")
     sc = dataclasses.replace(sc, **fill)
     if "max_num_seqs" not in given:
-        most = max(
-            (p.concurrency or p.num_prompts for ph in sc.phases() for p in ph.points), default=1
-        )
-        sc = dataclasses.replace(sc, max_num_seqs=max(sc.max_num_seqs, most))
+        most = [p.concurrency or p.num_prompts for ph in sc.phases() for p in ph.points]
+        sc = dataclasses.replace(sc, max_num_seqs=max([sc.max_num_seqs, *most]))
     sc.check()
     return sc
 
