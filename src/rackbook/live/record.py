@@ -1049,7 +1049,10 @@ def main(args: argparse.Namespace) -> int:
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    try:  # signals: the CLI's handlers (Terminated), once a server starts live.server's
+    held = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        held = {s: signal.signal(s, _terminated) for s in STOPS}
+    try:  # once a server starts, live.server's handlers
         out = record(args)
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
@@ -1060,5 +1063,19 @@ def main(args: argparse.Namespace) -> int:
         name = f"terminated by {signal.Signals(sig).name}" if sig != signal.SIGINT else ""
         sys.stderr.write(f"error: -: -: {name or 'interrupted'} (servers stopped)\n")
         return 128 + sig
+    finally:
+        for s, handler in held.items():
+            signal.signal(s, handler)
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
+
+
+#: The stops other than Ctrl-C, raised as SystemExit while recording: asyncio (vLLM's bench
+#: client runs in this process) re-raises SystemExit quietly, but logs any other exception
+#: raised in a socket write with its traceback.
+STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    server_mod.RECEIVED.append(signum)
+    raise SystemExit(128 + signum)
