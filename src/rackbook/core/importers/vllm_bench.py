@@ -161,7 +161,9 @@ def vllm_bench_frames(
     request_row, itl_s = _flat_itls(path, c["itls"])
     if not c["success"].all():  # a failed request's gaps feed no metric, as in vLLM's
         keep = c["success"][request_row]
-        request_row, itl_s = request_row[keep], itl_s[keep]
+        if not keep.all():  # copied only when a failed request has gaps: 16 B a gap
+            request_row, itl_s = request_row[keep], itl_s[keep]
+        del keep
     tokens = int(c["output_tokens"].clip(min=0).sum())
     if len(itl_s) > tokens:  # the rule traces.read_trace applies, told of this file
         what = f"{len(itl_s):,} gaps of successful requests for {tokens:,} output tokens"
