@@ -662,6 +662,6 @@ def batch1_decode_ceiling_tokens_per_s(
         f"{fmt(kv, 'B')} context at {context_tokens:,.0f} tokens + {fmt(draft, 'B')} drafter = "
         f"{fmt(step.bytes, 'B')}) / ({plural(n_gpus, 'GPU')} x "
         f"{fmt(step.bytes_per_s / n_gpus, 'B/s')}) = {step.seconds * 1e6:,.4g} µs; "
-        f"{round(batch):,} x {acceptance_length:g} tokens per step = {tps:,.0f} tokens/s"
+        f"{round(batch):,} x {plural(acceptance_length, 'token')} per step = {tps:,.0f} tokens/s"
     )
     return Batch1Decode(tps, step.seconds, weights, kv, draft, acceptance_length, verify, formula)
