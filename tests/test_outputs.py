@@ -457,7 +457,8 @@ def test_shipped_output_folders_carry_the_marker() -> None:
     raws = [p for p in paths.TRACES.glob("*.raw") if (p / "record.json").is_file()]
     assert raws and all(fsio.marked_kind(p) == "raw" for p in raws)
     calibration = paths.DATA / "calibration" / "h200-reference"
-    # each matches its manifest (after regenerating one: python -m rackbook.core.manifest DIR)
+    # each matches its manifest (after editing one in git: python -c 'from rackbook.core import
+    # fsio; fsio.write_marker(DIR, fsio.marked_kind(DIR))' lists what it holds now)
     for folder in [*shipped, *raws, calibration, paths.ROOT / "env" / "cluster" / "generated"]:
         assert fsio.problem(folder) is None, folder
 
