@@ -110,8 +110,11 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     start = np.full(n, np.nan)
     if d.get("start_times") is not None:
         start = _num_array(path, "start_times", d["start_times"], n, integer=False)
-    for key, what in (("errors", "strings"), ("itls", "lists (one per request)")):
-        if not isinstance(d[key], (list, RaggedGaps)) or len(d[key]) != n:
+    for key, kinds, what in (
+        ("errors", list, "strings"),
+        ("itls", (list, RaggedGaps), "lists (one per request)"),
+    ):
+        if not isinstance(d[key], kinds) or len(d[key]) != n:
             raise InputError(path, key, f"must be a list of {n} {what}")
     errs, itls = ["" if e is None else str(e) for e in d["errors"]], d["itls"]
     # vLLM marks success apart from the error text: a successful request took time or tokens
