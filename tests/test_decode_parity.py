@@ -144,7 +144,10 @@ def test_physics_is_undetermined_for_a_stand_in(tmp_path):
     """A CPU trace cannot put an engine against a GB300 ceiling: the reading names the span of
     ceilings, 64 ranks at batch 8 and 16 per rank, and decides nothing."""
     out = decode_parity.outcome(
-        decode_parity.analyse(_trace(tmp_path, POINTS), decode_parity.Params("a", "b", [8, 16]))
+        decode_parity.analyse(
+            _trace(tmp_path, POINTS),
+            decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[8, 16]),
+        )
     )
     r = out.reading("decode-parity.gap", "physics")
     assert r.verdict == "undetermined"

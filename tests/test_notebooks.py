@@ -98,9 +98,9 @@ def test_chapter_shape(nb):
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_parameter_defaults_match_the_analysis(nb):
-    """A notebook's parameters cell is what papermill passes to ``Params.from_mapping``: a
-    default there that differs from the analysis's own (a GPU id, a tolerance) would silently
-    change the chapter. Each parameter the result's ``Params`` declares has the same default."""
+    """A notebook's parameters cell is what papermill passes to ``Params.from_mapping``, and
+    ``Params`` is made from that cell by rackbook's own reader: a default the two read apart (a
+    GPU id, a tolerance) would silently change the chapter. Each has the same default."""
     import ast
     import dataclasses
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from rackbook.core import validity
 from rackbook.core.provenance import hardware_label
@@ -13,27 +12,25 @@ from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
 
-P = TypeVar("P", bound=headline.Params)
 
-
-class Chapter(Generic[P]):
+class Chapter:
     """A chapter's analysis of ``trace`` at ``params`` (None: the notebook cell's defaults) against
     ``registry`` (None: data/claims.yaml): the trace without flagged requests (as given where not
     ``SCREENED``) and its hardware label, then :meth:`analyse` does the rest."""
 
-    PARAMS: type[P]
+    PARAMS: Any  # the result's headline.params
     SCREENED = True
     readings: list[headline.ClaimReading]
 
     def __init__(
-        self, trace: Trace, params: P | None = None, registry: Registry | None = None, **kw: Any
+        self, trace: Trace, params: Any = None, registry: Registry | None = None, **kw: Any
     ) -> None:
         self.params = p = self.PARAMS() if params is None else params
         self.trace = validity.valid_trace(trace)[0] if self.SCREENED else trace
         self.hardware = hardware_label(trace.run)
         self.analyse(p, registry or load_claims(), **kw)
 
-    def analyse(self, p: P, reg: Registry) -> None:
+    def analyse(self, p: Any, reg: Registry) -> None:
         """Everything the chapter derives from :attr:`trace` and ``p``, ending in ``readings``."""
         raise NotImplementedError
 
@@ -93,12 +90,11 @@ def outcome(
     a: Any,
     headlines: list[headline.Headline],
     flips: list[str],
-    names: str | None = None,
+    names: str,
     trace_ids: list[str] | None = None,
     **resolved: Any,
 ) -> headline.Outcome:
-    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports (None: all)."""
-    names = names or " ".join(f.name for f in dataclasses.fields(a.params))
+    """The chapter's outcome of analysis ``a``; ``names``: the parameters it reports."""
     parameters = verdicts.parameters(a.params, names, **resolved)
     tid = trace_ids or [a.trace.trace_id]
     return headline.Outcome(result, headlines, a.readings, flips, tid, parameters, a.hardware)

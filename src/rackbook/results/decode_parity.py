@@ -3,7 +3,6 @@ sum(e2el - ttft), prefill tok/s = B x mean(prompt) / mean(ttft), gap = A / B - 1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -143,7 +142,7 @@ def _ceiling_span(lo: Any, hi: Any) -> str:
 
 
 def physics_reading(
-    ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Params
+    ceilings: pd.DataFrame, par: pd.DataFrame, testable: bool, params: Any
 ) -> headline.ClaimReading:
     """Each engine against its decode bound per GPU; undetermined without a testable trace."""
     lo, hi = ceilings.iloc[0], ceilings.iloc[-1]
@@ -164,25 +163,18 @@ def physics_reading(
     return headline.ClaimReading(CLAIM_ID, "physics", v, margin, why, attainable=att, ratio=worst)
 
 
-@dataclass(frozen=True)
-class Params(headline.Params, result="decode-parity"):
-    """The notebook's ``parameters`` (``band_pct`` None: the registry's band in %)."""
-
-    engine_a: str
-    engine_b: str
-    batch_sizes: tuple[int, ...] | list[int]
-    decode_ranks: int
-    band_pct: float | None
-    model_id: str
-    gpu_id: str
+#: The notebook's ``parameters`` (``band_pct`` None: the registry's band in %).
+Params = headline.params(RESULT)
+#: The parameters the headline JSON reports.
+REPORTED = "engine_a engine_b batch_sizes decode_ranks band_pct model_id gpu_id"
 
 
-class Analysis(common.Chapter[Params]):
+class Analysis(common.Chapter):
     """Throughput, parity, ceilings and readings; engine B's points from ``trace_b`` if given."""
 
     PARAMS = Params
 
-    def analyse(self, p: Params, reg: Registry, trace_b: Trace | None = None) -> None:
+    def analyse(self, p: Any, reg: Registry, trace_b: Trace | None = None) -> None:
         trace = self.trace
         self.claim = reg.get(CLAIM_ID)
         self.band_pct = band = p.band_pct if p.band_pct is not None else reg.value(CLAIM_ID)
@@ -239,7 +231,7 @@ class Analysis(common.Chapter[Params]):
         }
 
 
-def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
+def decode_bound(params: Any, ranks: int, batch: int) -> check.PerGpuCeiling:
     """The decode bound (tok/s per GPU, no context) of ``batch`` sequences per rank on ``ranks``
     GPUs: the lower of the compute and the memory ceiling."""
     m, g = catalogs.as_model(params.model_id), catalogs.as_gpu(params.gpu_id)
@@ -250,7 +242,7 @@ def decode_bound(params: Params, ranks: int, batch: int) -> check.PerGpuCeiling:
     return mem
 
 
-def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
+def decode_attainable(params: Any, low: int, high: int) -> dict[str, Any]:
     """What measured kernels reach per GPU at ``low`` and ``high`` sequences per rank."""
     ranks = CLAIM_DECODE_RANKS
     a_lo, a_hi = (
@@ -265,7 +257,7 @@ def decode_attainable(params: Params, low: int, high: int) -> dict[str, Any]:
     return {**a_hi, "ratio": None, "text": text}
 
 
-def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
+def ceilings(params: Any, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
     """Per batch size per rank: the :func:`decode_bound` (tok/s per GPU) and what binds."""
     bounds = {b: decode_bound(params, ranks, b) for b in sorted(params.batch_sizes)}
     cols = ("batch", "ceiling_tok_s_per_gpu", "limit", "formula")
@@ -273,7 +265,7 @@ def ceilings(params: Params, ranks: int = CLAIM_DECODE_RANKS) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(cols))
 
 
-def missing_piece(engines: set[str], params: Params, decode: pd.DataFrame) -> str:
+def missing_piece(engines: set[str], params: Any, decode: pd.DataFrame) -> str:
     """What keeps the "this run" reading from a verdict (else ``""``)."""
     sides = (
         ("A", params.engine_a, "vLLM's sweep (`--source live`)", "vllm-bench"),
@@ -335,7 +327,7 @@ def outcome(a: Analysis) -> headline.Outcome:
         f"{CLAIM_DECODE_RANKS} ranks",
         "published: any DeepInfer throughput measurement at these batch sizes",
     ]
-    return common.outcome(RESULT, a, headlines, flips, trace_ids=tid, band_pct=a.band_pct)
+    return common.outcome(RESULT, a, headlines, flips, REPORTED, tid, band_pct=a.band_pct)
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).

@@ -201,25 +201,23 @@ class Outcome:
 
 
 class Params:
-    """Mixin of a result's parameter dataclass (``class Params(headline.Params, result="NAME")``
-    before ``@dataclass``): fields default to the notebook's ``parameters`` cell."""
-
-    def __init_subclass__(cls, result: str | None = None, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        if result is None:
-            return
-        from rackbook.params import cell_defaults
-
-        defaults = cell_defaults(result)
-        for name in cls.__dict__.get("__annotations__", {}):
-            if name in defaults and name not in cls.__dict__:
-                value = defaults[name]
-                setattr(cls, name, tuple(value) if isinstance(value, list) else value)
+    """Base of a result's parameters, a frozen dataclass :func:`params` makes."""
 
     @classmethod
     def from_mapping(cls, names: Mapping[str, Any]) -> Any:
         fields = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in names.items() if k in fields})
+
+
+def params(result: str, **extra: Any) -> Any:
+    """``result``'s parameters: one field per name of its notebook's ``parameters`` cell, then
+    ``extra`` (name=default); defaults the cell's, lists as tuples."""
+    from rackbook.params import cell_defaults
+
+    cell = cell_defaults(result) | extra
+    tup = {k: tuple(v) if isinstance(v, list) else v for k, v in cell.items()}
+    fields = [(k, Any, dataclasses.field(default=v)) for k, v in tup.items()]
+    return dataclasses.make_dataclass("Params", fields, bases=(Params,), frozen=True)
 
 
 def _fmt_value(v: float | int | str | None) -> str:

@@ -266,36 +266,22 @@ def run_reading(
     return verdicts.run_reading(CLAIM_ID, tok_s, claim_tok_s, rel_tol, **kw)
 
 
-@dataclass(frozen=True)
-class Params(headline.Params, result="single-user"):
-    """The notebook's ``parameters`` (None: the registry's GPUs, InferenceX's acceptance)."""
-
-    point_id: str | None
-    gpus: int
-    model_id: str
-    gpu_id: str
-    floor_gpus: int | None
-    acceptance_length: float | None
-    context_tokens: int
-    kv_dtype: str
-    rack_system_id: str
-    rel_tol: float
+#: The notebook's ``parameters`` (None: the registry's GPUs, InferenceX's acceptance).
+Params = headline.params(RESULT)
 
 
-class Analysis(common.Chapter[Params]):
+class Analysis(common.Chapter):
     """A one-stream trace's statistics, the floor, readings and per-GPU figures."""
 
     PARAMS = Params
 
-    def __init__(
-        self, trace: Trace, params: Params | None = None, registry: Registry | None = None
-    ) -> None:
+    def __init__(self, trace: Trace, params: Any = None, registry: Registry | None = None) -> None:
         problem = stream_problem(trace.requests, (params or Params.from_mapping({})).point_id)
         if problem:
             raise InputError(trace.path or "<trace>", "requests", problem)
         super().__init__(trace, params, registry)
 
-    def analyse(self, p: Params, reg: Registry) -> None:
+    def analyse(self, p: Any, reg: Registry) -> None:
         trace = self.trace
         self.claim = claim = reg.get(CLAIM_ID)
         self.claim_tok_s = claim_tok_s = reg.value(CLAIM_ID)

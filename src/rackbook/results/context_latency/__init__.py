@@ -252,29 +252,16 @@ GLUE = (
 )
 
 
-@dataclass(frozen=True)
-class Params(headline.Params, result="context-latency"):
-    """The notebook's ``parameters`` (None: the registry's contexts, derived weight bytes)."""
-
-    model_id: str
-    gpu_id: str
-    kv_dtype: str
-    lo: int | None
-    hi: int | None
-    batch: int
-    n_gpus: int
-    weight_gpus: int
-    weight_bytes_per_gpu: float | None
-    memory_fraction: float
-    kv_rel_tol: float
+#: The notebook's ``parameters`` (None: the registry's contexts, derived weight bytes).
+Params = headline.params(RESULT)
 
 
-class Analysis(common.Chapter[Params]):
+class Analysis(common.Chapter):
     """KV bytes, memory, latency against context, growth, implied latency and readings."""
 
     PARAMS = Params
 
-    def analyse(self, p: Params, reg: Registry) -> None:
+    def analyse(self, p: Any, reg: Registry) -> None:
         trace = self.trace
         span = claimed_span(reg)
         self.lo = lo = int(p.lo) if p.lo is not None else span[0]

@@ -6,7 +6,6 @@ and the values its prose quotes. Modules: ``synthetic``, ``measure``."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -114,28 +113,16 @@ GLUE = (
 LEGACY_REASON = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
 
 
-@dataclass(frozen=True)
-class Params(headline.Params, result="eplb-balance"):
-    """The notebook's ``parameters``: EP layout, fit windows, layer shown, sweep values."""
-
-    ep_size: int
-    redundant: int
-    groups: int
-    nodes: int
-    fit_windows: int
-    show_layer: int
-    ep_sizes: tuple[int, ...] | list[int]
-    redundant_values: tuple[int, ...] | list[int]
-    skews: tuple[float, ...] | list[float]
-    batch_sizes: tuple[int, ...] | list[int]
+#: The notebook's ``parameters``: EP layout, fit windows, layer shown, sweep values.
+Params = headline.params(RESULT)
 
 
-class Analysis(common.Chapter[Params]):
+class Analysis(common.Chapter):
     """Static placement and EPLB scored on the trace's expert loads, sweeps and readings."""
 
     PARAMS, SCREENED = Params, False
 
-    def analyse(self, p: Params, reg: Registry) -> None:
+    def analyse(self, p: Any, reg: Registry) -> None:
         trace = self.trace
         self.before, self.after, self.recovered = (reg.value(c) for c in (BEFORE, AFTER, RECOVERED))
         self.loads = loads = measure.trace_loads(trace)
@@ -221,7 +208,7 @@ analyse = Analysis
 
 
 def _sweeps(
-    trace: Trace, p: Params, skew: float, shape: Shape, batch_per_rank: int
+    trace: Trace, p: Any, skew: float, shape: Shape, batch_per_rank: int
 ) -> dict[str, pd.DataFrame]:
     seed = int((trace.run.get("generator") or {}).get("seed", 0))
     base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
