@@ -132,10 +132,11 @@ class Analysis(common.Chapter):
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
         self.summary, self.per_window = measure.score(loads, p.fit_windows, *layout)
         s = self.summary
-        placements = measure.fit(loads, p.fit_windows, *layout)
         n, scored = int(loads[0, 0].sum()), max(loads.shape[0] - p.fit_windows, 1)
         self.floor = measure.uniform_floor(loads.shape[1], n, p.ep_size, windows=scored)
-        self.ranks = measure.layer_rank_loads(loads, placements, p.fit_windows, p.show_layer)
+        self.ranks = measure.layer_rank_loads(
+            loads, self.per_window.attrs["placements"], p.fit_windows, p.show_layer
+        )
         model_shares = measure.recovered_shares(s["static"], s["eplb"], self.floor)
         claim_shares = measure.recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})
@@ -150,6 +151,15 @@ class Analysis(common.Chapter):
     def testable(self) -> bool:
         tr = self.trace
         return tr.kind != "synthetic" and verdicts.can_test(tr.run, verdicts.BLACKWELL)
+
+    @property
+    def model_note(self) -> str:
+        """What the routing model gives after EPLB at the smallest and largest batch per rank."""
+        by = self.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+        return (
+            f"the routing model gives {by.iloc[0]:.3f} at batch {by.index[0]} per rank and "
+            f"{by.iloc[-1]:.3f} at {by.index[-1]}"
+        )
 
     def describe(self) -> str:
         """What the trace holds, how the synthetic one was made, and what vLLM logged."""
@@ -225,28 +235,19 @@ def _sweeps(
 
 def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:
     p, s, run, tol = a.params, a.summary, a.trace.run, reg.tolerance
-    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
-    model_note = (
-        f"the routing model gives {by_batch.iloc[0]:.3f} at batch {by_batch.index[0]} per rank "
-        f"and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}"
-    )
     skewed = "a skewed routing with static placement can score it"
-    gap = a.model_pct["gap closed"]
-    return common.readings(
-        reg,
+    claims = ((BEFORE, a.before, "static", skewed), (AFTER, a.after, "eplb", a.model_note))
+    pairs = [
         (
-            balancedness_physics(BEFORE, a.before, p.ep_size, skewed),
-            run_reading(run, BEFORE, s["static"], tol(BEFORE), a.before, ""),
-        ),
-        (
-            balancedness_physics(AFTER, a.after, p.ep_size, model_note),
-            run_reading(run, AFTER, s["eplb"], tol(AFTER), a.after, ""),
-        ),
-        (
-            recovered_physics(a.before, a.after, a.recovered, tol(RECOVERED), p.ep_size),
-            run_reading(run, RECOVERED, gap, tol(RECOVERED), a.recovered, " %"),
-        ),
-    )
+            balancedness_physics(c, claimed, p.ep_size, note),
+            run_reading(run, c, s[k], tol(c), claimed, ""),
+        )
+        for c, claimed, k, note in claims
+    ]
+    gap, rec = a.model_pct["gap closed"], a.recovered
+    phys = recovered_physics(a.before, a.after, rec, tol(RECOVERED), p.ep_size)
+    pairs.append((phys, run_reading(run, RECOVERED, gap, tol(RECOVERED), rec, " %")))
+    return common.readings(reg, *pairs)
 
 
 def outcome(a: Analysis) -> headline.Outcome:
@@ -288,12 +289,9 @@ def _headlines(a: Analysis) -> list[headline.Headline]:
 
 
 def _flips(a: Analysis) -> list[str]:
-    by_batch = a.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
     return [
         f"after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
-        f"{a.params.ep_size} ranks; the routing model predicts {by_batch.iloc[0]:.3f} at batch "
-        f"{by_batch.index[0]} per rank and {by_batch.iloc[-1]:.3f} at {by_batch.index[-1]}: the "
-        "claim's batch decides",
+        f"{a.params.ep_size} ranks; {a.model_note}: the claim's batch decides",
         f"recovered, physics: possible if uniform routing scored {a.floor_needed:.3f} per step "
         f"at the claim's batch (the model's per-step floor here is {a.floor:.3f})",
         "all three: balancedness counts tokens; at small decode batches expert time follows "

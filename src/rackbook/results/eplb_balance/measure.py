@@ -51,17 +51,6 @@ def trace_loads(tr: Trace) -> np.ndarray:
     return loads_from_table(tr.extra["expert_load"], tr.path)
 
 
-def _split(loads: np.ndarray, fit_windows: int) -> tuple[np.ndarray, np.ndarray]:
-    arr = np.asarray(loads, dtype=np.float64)
-    if not 1 <= fit_windows < arr.shape[0]:
-        raise InputError(
-            None,
-            "fit_windows",
-            f"need 1 <= fit_windows < {arr.shape[0]} windows (at least one left to score)",
-        )
-    return arr[:fit_windows].sum(axis=0), arr[fit_windows:]
-
-
 @dataclass
 class Placements:
     """Static and EPLB placements (``phy2log``) for one layout, fitted on summed loads."""
@@ -69,22 +58,6 @@ class Placements:
     static: np.ndarray
     eplb: np.ndarray
     ep_size: int
-
-
-def fit(
-    loads: np.ndarray,
-    fit_windows: int,
-    ep_size: int,
-    redundant: int,
-    groups: int = 1,
-    nodes: int = 1,
-) -> Placements:
-    """EPLB fitted on the first ``fit_windows`` windows summed, beside vLLM's static placement."""
-    fit_loads, _ = _split(loads, fit_windows)
-    num_logical = fit_loads.shape[1]
-    num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
-    phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
-    return Placements(eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size)
 
 
 def score(
@@ -95,10 +68,18 @@ def score(
     groups: int = 1,
     nodes: int = 1,
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Both placements' balancedness (vLLM's, ``*_legacy``) on each window after the first
-    ``fit_windows``: (means and recovered fractions, per window)."""
-    _, scored = _split(loads, fit_windows)
-    pl = fit(loads, fit_windows, ep_size, redundant, groups, nodes)
+    """EPLB fitted on the first ``fit_windows`` windows summed, beside vLLM's static placement
+    (:class:`Placements` in the table's ``attrs["placements"]``), each's balancedness (vLLM's,
+    ``*_legacy``) on every later window: (means and recovered fractions, per window)."""
+    arr = np.asarray(loads, dtype=np.float64)
+    if not 1 <= fit_windows < arr.shape[0]:
+        problem = f"need 1 <= fit_windows < {arr.shape[0]} windows (at least one left to score)"
+        raise InputError(None, "fit_windows", problem)
+    fit_loads, scored = arr[:fit_windows].sum(axis=0), arr[fit_windows:]
+    num_logical = fit_loads.shape[1]
+    num_physical = eplb.check_layout(num_logical, ep_size, redundant, groups, nodes)
+    phy2log, _, _ = eplb.rebalance_experts(fit_loads, num_physical, groups, nodes, ep_size)
+    pl = Placements(eplb.static_placement(num_logical, ep_size, redundant), phy2log, ep_size)
     rows = []
     for i, window in enumerate(scored):
         rs = eplb.rank_loads_from_placement(window, pl.static, ep_size)
@@ -110,6 +91,7 @@ def score(
     s["fraction_recovered_gap"] = eplb.fraction_recovered_gap(s["static"], s["eplb"])
     s["fraction_of_uniform"] = eplb.fraction_of_uniform(s["eplb"])
     s.update(ep_size=ep_size, redundant=redundant, fit_windows=fit_windows, scored=len(per))
+    per.attrs["placements"] = pl
     return s, per
 
 
