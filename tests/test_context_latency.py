@@ -58,9 +58,7 @@ def _trace(tmp_path, contexts=(1000, 2000, 4000), configs=("A",)):
 
 
 def test_latency_table(tmp_path):
-    tab = context_latency.measure.decode_latency_by_context(
-        _trace(tmp_path, (4000, 1000, None, 2000))
-    )
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path, (4000, 1000, None, 2000)))
     assert tab["context_tokens"].tolist() == [1000, 2000, 4000]  # sorted; no-context point out
     assert tab["mean_tpot_ms"].tolist() == pytest.approx([12.0, 14.0, 18.0])
     assert tab["median_tpot_ms"].tolist() == pytest.approx([12.0, 14.0, 18.0])
@@ -74,22 +72,22 @@ def test_single_token_requests_give_nan(tmp_path):
     d["itls"] = [[], []]
     t = vllm_bench_frames(tmp_path / "x.json", {"context_tokens": "5"}, data=d)
     t.run = run
-    row = context_latency.measure.decode_latency_by_context(validate(t)).iloc[0]
+    row = context_latency.decode_latency_by_context(validate(t)).iloc[0]
     assert math.isnan(row["mean_tpot_ms"]) and math.isnan(row["median_itl_ms"])
 
 
 def test_fit_and_deltas(tmp_path):
-    tab = context_latency.measure.decode_latency_by_context(_trace(tmp_path))
-    f = context_latency.measure.fit_linear(tab)
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path))
+    f = context_latency.fit_linear(tab)
     assert f.intercept_ms == pytest.approx(10.0)
     assert f.slope_per_1k == pytest.approx(2.0)
     assert f.r2 == pytest.approx(1.0) and f.n == 3
     # a perfect line: no residual, the CI collapses onto the slope and is above zero
     assert f.slope_ci_per_1k == pytest.approx((2.0, 2.0)) and f.resolved
-    d = context_latency.measure.delta(tab, 1000, 4000)
+    d = context_latency.delta(tab, 1000, 4000)
     assert (d.delta_ms, d.delta_pct) == pytest.approx((6.0, 50.0))  # 18 - 12 = 6 ms, 6 / 12
     assert d.pair == "requested"
-    d = context_latency.measure.delta(tab, LO, HI)  # 128k / 855k not in the trace: the longest pair
+    d = context_latency.delta(tab, LO, HI)  # 128k / 855k not in the trace: the longest pair
     assert d.pair == "longest-available" and (d.lo, d.hi) == (1000, 4000)
 
 
@@ -113,26 +111,26 @@ def _table(ms):
     ids=["not-resolved", "resolved"],
 )
 def test_slope_confidence_interval(ms, slope, ci, r2, resolved):
-    f = context_latency.measure.fit_linear(_table(ms))
+    f = context_latency.fit_linear(_table(ms))
     assert f.slope_per_1k == pytest.approx(slope)
     assert f.slope_ci_per_1k == pytest.approx(ci, abs=1e-3)
     assert f.r2 == pytest.approx(r2) and f.resolved is resolved
 
 
 def test_two_points_have_no_interval():
-    f = context_latency.measure.fit_linear(_table([12, 14]))
+    f = context_latency.fit_linear(_table([12, 14]))
     assert all(math.isnan(x) for x in f.slope_ci_per_1k) and not f.resolved
-    assert context_latency.measure.t_975(1) == 12.706 and context_latency.measure.t_975(31) == 1.96
+    assert context_latency.t_975(1) == 12.706 and context_latency.t_975(31) == 1.96
 
 
 def test_fit_refuses_mixed_series(tmp_path):
-    tab = context_latency.measure.decode_latency_by_context(_trace(tmp_path, configs=("A", "B")))
+    tab = context_latency.decode_latency_by_context(_trace(tmp_path, configs=("A", "B")))
     with pytest.raises(InputError, match="several series"):
-        context_latency.measure.fit_linear(tab)
+        context_latency.fit_linear(tab)
     one = tab[tab["config"] == "B"]
-    assert context_latency.measure.fit_linear(one).slope_per_1k == pytest.approx(2.0)
+    assert context_latency.fit_linear(one).slope_per_1k == pytest.approx(2.0)
     with pytest.raises(InputError, match="two context lengths"):
-        context_latency.measure.fit_linear(one.iloc[:1])
+        context_latency.fit_linear(one.iloc[:1])
 
 
 def test_context_reads_128k_to_855k():
@@ -153,7 +151,7 @@ def test_context_reads_128k_to_855k():
 
 
 def test_memory_by_context():
-    m = context_latency.measure.memory_by_context(
+    m = context_latency.memory_by_context(
         "deepseek-v4.1-flash", "gb300", (LO, HI), weight_bytes_per_gpu=100e9
     ).set_index("context_tokens")
     assert m.loc[855_000, "kv_bytes_per_sequence"] == 760_950_000  # 855,000 x 890 B

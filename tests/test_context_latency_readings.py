@@ -25,7 +25,7 @@ MODEL = "deepseek-v4.1-flash"
 
 def _delta(lo=256, hi=4096, lo_ms=20.0, hi_ms=22.0, pair="longest-available"):
     d = hi_ms - lo_ms
-    return context_latency.measure.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, pair)
+    return context_latency.Delta(lo, hi, lo_ms, hi_ms, d, 100 * d / lo_ms, pair)
 
 
 def _run(kind="recorded", gpus=("NVIDIA GB300",), model="deepseek-ai/DeepSeek-V4.1-Flash"):
@@ -113,7 +113,7 @@ def test_delta_run_reading():
 
 def test_an_unresolved_slope_is_named_in_the_reading():
     flat = pd.DataFrame({"context_tokens": [1000, 2000, 3000], "median_tpot_ms": [12, 11, 13]})
-    fit = context_latency.measure.fit_linear(flat)  # slope 0.5 ms/1k, CI 0.5 +/- 11.0
+    fit = context_latency.fit_linear(flat)  # slope 0.5 ms/1k, CI 0.5 +/- 11.0
     assert not fit.resolved
     r = context_latency.delta_run_reading(
         _delta(), False, _run(gpus=()), fit, claim=DELTA_MS, tolerance=TOL_MS,
@@ -152,9 +152,9 @@ def test_main_series():
             "median_tpot_ms": [1.0, 2.0, 1.0, 2.0, float("nan")],
         }
     )
-    s = context_latency.measure.main_series(tab)  # B's 400 has no value: A and B tie at 2, A first
+    s = context_latency.main_series(tab)  # B's 400 has no value: A and B tie at 2, A first
     assert s["config"].tolist() == ["A", "A"]
     tab.loc[4, "median_tpot_ms"] = 3.0
-    assert context_latency.measure.main_series(tab)["context_tokens"].tolist() == [100, 200, 400]
+    assert context_latency.main_series(tab)["context_tokens"].tolist() == [100, 200, 400]
     with pytest.raises(InputError, match="no point"):
-        context_latency.measure.main_series(tab.iloc[:0])
+        context_latency.main_series(tab.iloc[:0])
