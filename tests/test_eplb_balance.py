@@ -38,7 +38,7 @@ def test_default_trace_is_synthetic_with_generator_seed_and_calibration(default_
     assert (gen["calibration"]["ep_size"], gen["calibration"]["redundant"]) == (64, 64)
     assert "SYNTHETIC" in run["notes"]
     # 12 decode steps x 40 layers x 384 experts (shape from the model catalog)
-    loads = eplb_balance.measure.trace_loads(default_trace)
+    loads = eplb_balance.trace_loads(default_trace)
     assert loads.shape == (12, 40, 384)
     # each layer of each step counts batch 64 x EP 64 x top-6 = 24,576 assignments
     assert (loads.sum(axis=2) == 64 * 64 * 6).all()
@@ -47,26 +47,26 @@ def test_default_trace_is_synthetic_with_generator_seed_and_calibration(default_
 def test_regenerating_with_the_same_seed_gives_identical_loads(default_trace) -> None:
     again = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec())
     np.testing.assert_array_equal(
-        eplb_balance.measure.loads_from_table(again.extra["expert_load"]),
-        eplb_balance.measure.trace_loads(default_trace),
+        eplb_balance.loads_from_table(again.extra["expert_load"]),
+        eplb_balance.trace_loads(default_trace),
     )
     assert again.run["generator"]["skew"] == default_trace.run["generator"]["skew"]
     other = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec(seed=1))
     assert not np.array_equal(
-        eplb_balance.measure.loads_from_table(other.extra["expert_load"]),
-        eplb_balance.measure.trace_loads(default_trace),
+        eplb_balance.loads_from_table(other.extra["expert_load"]),
+        eplb_balance.trace_loads(default_trace),
     )
 
 
 def test_calibration_target_holds_within_001(default_trace) -> None:
-    loads = eplb_balance.measure.trace_loads(default_trace)
+    loads = eplb_balance.trace_loads(default_trace)
     # the step it was calibrated on
     static = eplb.static_placement(384, 64, 64)
     b0 = eplb.balancedness(eplb.rank_loads_from_placement(loads[0], static, 64))
     assert b0 == pytest.approx(0.35, abs=0.01)
     assert default_trace.run["generator"]["calibration"]["achieved"] == pytest.approx(b0, abs=1e-12)
     # and the later steps it was not calibrated on
-    summary, per = eplb_balance.measure.score(loads, 8, 64, 64)
+    summary, per = eplb_balance.score(loads, 8, 64, 64)
     assert summary["static"] == pytest.approx(0.35, abs=0.01)
     assert list(per["window"]) == [8, 9, 10, 11]
 
@@ -76,7 +76,7 @@ def test_score_hand_example() -> None:
     # [4, 3, 2, 1] -> EPLB packs {0, 3} and {1, 2}: 5 and 5. Static: {0, 1} = 7 and {2, 3} = 3.
     # Scored step 1 = same loads: static mean 5 / max 7; EPLB 5 / 5 = 1.
     loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]], dtype=float)
-    s, per = eplb_balance.measure.score(loads, 1, 2, 0)
+    s, per = eplb_balance.score(loads, 1, 2, 0)
     assert s["static"] == pytest.approx(5 / 7)
     assert s["eplb"] == pytest.approx(1.0)
     # gap closed: (1 - 5/7) / (1 - 5/7) = 1; ratio to uniform = 1
@@ -84,11 +84,11 @@ def test_score_hand_example() -> None:
     assert s["fraction_of_uniform"] == pytest.approx(1.0)
     assert len(per) == 1
     with pytest.raises(InputError, match="fit_windows"):
-        eplb_balance.measure.score(loads, 2, 2, 0)
+        eplb_balance.score(loads, 2, 2, 0)
 
 
 def test_recovered_shares_of_the_claims_own_figures() -> None:
-    r = eplb_balance.measure.recovered_shares(0.35, 0.94, 0.969)
+    r = eplb_balance.recovered_shares(0.35, 0.94, 0.969)
     pct = dict(zip(r["reading"], r["pct"], strict=True))
     assert pct["gap closed"] == pytest.approx(100 * 0.59 / 0.65)  # 90.77 %
     assert pct["ratio to uniform"] == pytest.approx(94.0)
@@ -96,11 +96,11 @@ def test_recovered_shares_of_the_claims_own_figures() -> None:
 
 
 def test_uniform_floor_is_below_one_and_rises_with_tokens() -> None:
-    small = eplb_balance.measure.uniform_floor(40, 64 * 8 * 6, 64)
-    large = eplb_balance.measure.uniform_floor(40, 64 * 256 * 6, 64)
+    small = eplb_balance.uniform_floor(40, 64 * 8 * 6, 64)
+    large = eplb_balance.uniform_floor(40, 64 * 256 * 6, 64)
     assert 0 < small < large < 1
     # one rank only: max = mean
-    assert eplb_balance.measure.uniform_floor(4, 100, 1) == 1.0
+    assert eplb_balance.uniform_floor(4, 100, 1) == 1.0
 
 
 def test_redundant_for_and_tokens_per_step() -> None:
@@ -113,9 +113,9 @@ def test_redundant_for_and_tokens_per_step() -> None:
 def test_loads_from_table_rejects_incomplete_grid() -> None:
     df = eplb_balance.synthetic.loads_table(np.ones((2, 2, 3)))
     with pytest.raises(InputError, match="incomplete grid"):
-        eplb_balance.measure.loads_from_table(df.iloc[:-1])
+        eplb_balance.loads_from_table(df.iloc[:-1])
     with pytest.raises(InputError, match="duplicate"):
-        eplb_balance.measure.loads_from_table(pd.concat([df, df.iloc[:1]]))
+        eplb_balance.loads_from_table(pd.concat([df, df.iloc[:1]]))
 
 
 # --------------------------------------------------------------------------------------------
