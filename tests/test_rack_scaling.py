@@ -55,7 +55,7 @@ def test_accounting_from_request_rows(tmp_path):
         [("p", {"num_gpus": "4"}, _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]))],
     )
     t.requests["cached_prompt_tokens"] = pd.array([60, 100], dtype="Int64")
-    row = rack_scaling.measure.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     # 2 s window: output 30 -> 15 tok/s; input 300 -> 150; cached 160 -> 80; new 140 -> 70
     assert row["cached_source"] == "requests"
     assert row["output_tok_s"] == pytest.approx(15.0)
@@ -95,7 +95,7 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
         "vllm:prefix_cache_hits": 120.0,
         "vllm:prefix_cache_queries": 300.0,
     }
-    row = rack_scaling.measure.token_accounting(t, gpus=8).iloc[0]
+    row = rack_scaling.token_accounting(t, gpus=8).iloc[0]
     # hit rate 120 / 300 = 0.4; cached = 0.4 x 300 input tokens = 120 -> 60 tok/s, / 8 GPUs
     assert row["cached_source"] == "server_metrics"
     assert row["cached_input_tokens"] == pytest.approx(120.0)
@@ -108,7 +108,7 @@ def test_accounting_from_prometheus_counters_both_name_styles(tmp_path):
 
 def test_accounting_unknown_cached_is_nan_and_said(tmp_path):
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))])
-    row = rack_scaling.measure.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "unknown" in row["note"]
     assert math.isnan(row["cached_input_tok_s"]) and math.isnan(row["computed_tok_s"])
     assert row["total_tok_s"] == pytest.approx(55.0)  # (100 + 10) / 2 s still known
@@ -125,7 +125,7 @@ def test_counter_that_went_down_is_unknown(tmp_path):
         ]
     )
     t = _trace(tmp_path, [("p", {}, _result([100], [10], [0.1], [1.0]))], sm)
-    row = rack_scaling.measure.token_accounting(t).iloc[0]
+    row = rack_scaling.token_accounting(t).iloc[0]
     assert row["cached_source"] == "unknown" and "went down" in row["note"]
 
 
@@ -133,7 +133,7 @@ def test_scaling_efficiency_is_the_per_gpu_ratio():
     acc = pd.DataFrame(
         {"config": ["1x", "8x"], "point_id": ["a", "b"], "num_gpus": [4, 32], "replicas": [1, 8]}
     ).assign(total_tok_s=[100.0, 1000.0])
-    s = rack_scaling.measure.scaling_vs_reference(acc).set_index("config").loc["8x"]
+    s = rack_scaling.scaling_vs_reference(acc).set_index("config").loc["8x"]
     assert s["speedup"] == pytest.approx(10.0) and s["gpu_ratio"] == pytest.approx(8.0)
     assert s["efficiency"] == pytest.approx(1.25)  # 31.25 tok/s per GPU / 25
     assert s["tok_s_per_gpu"] / 25 == pytest.approx(s["efficiency"])

@@ -60,7 +60,7 @@ def test_gpu_counts_from_replicas_points_and_servers(tmp_path):
         sm,
     )
     t.points["replicas"] = pd.array([1, 2, None], dtype="Int64")
-    g = rack_scaling.measure.with_gpu_counts(t, 4)
+    g = rack_scaling.with_gpu_counts(t, 4)
     assert g.points["num_gpus"].tolist() == [4, 16, 12]
     assert g.points["replicas"].tolist() == [1, 2, 3]
     assert t.points["num_gpus"].isna().sum() == 2  # the original is untouched
@@ -78,8 +78,8 @@ def test_scaling_against_the_reference(tmp_path):
             ("r3", "3x", 3, None, 9, 100, 10, 2.5),
         ],
     )
-    acc = rack_scaling.measure.token_accounting(rack_scaling.measure.with_gpu_counts(t, 1))
-    sc = rack_scaling.measure.scaling_vs_reference(acc, "1x", "total")
+    acc = rack_scaling.token_accounting(rack_scaling.with_gpu_counts(t, 1))
+    sc = rack_scaling.scaling_vs_reference(acc, "1x", "total")
     assert sc["config"].tolist() == ["1x", "3x"]
     assert sc["point_id"].tolist() == ["r1", "r3"]
     ref, top = sc.iloc[0], sc.iloc[1]
@@ -89,7 +89,7 @@ def test_scaling_against_the_reference(tmp_path):
     assert top["efficiency"] == pytest.approx(0.6)  # (396 / 3) / (220 / 1)
     assert top["linear_tok_s"] == pytest.approx(660.0)
     assert top["tok_s_per_gpu"] == pytest.approx(132.0)
-    out = rack_scaling.measure.scaling_vs_reference(acc, "1x", "output")
+    out = rack_scaling.scaling_vs_reference(acc, "1x", "output")
     # output: 40 / 2 = 20 tok/s vs 90 / 2.5 = 36 tok/s -> 1.8x as well
     assert out.iloc[1]["speedup"] == pytest.approx(1.8)
 
@@ -98,13 +98,11 @@ def test_unknown_metric_reference_or_gpus_and_nan_throughput(tmp_path):
     t = _trace(
         tmp_path, [("r1", "1x", 1, None, 2, 10, 5, 1.0), ("r2", "2x", 2, None, 2, 10, 5, 1.0)]
     )
-    acc = rack_scaling.measure.token_accounting(rack_scaling.measure.with_gpu_counts(t, 1))
+    acc = rack_scaling.token_accounting(rack_scaling.with_gpu_counts(t, 1))
     with pytest.raises(InputError, match="no point with config 'one'; known: 1x, 2x"):
-        rack_scaling.measure.scaling_vs_reference(acc, "one", "total")
+        rack_scaling.scaling_vs_reference(acc, "one", "total")
     with pytest.raises(InputError, match="num_gpus"):
-        rack_scaling.measure.scaling_vs_reference(
-            rack_scaling.measure.token_accounting(t), "1x", "total"
-        )
+        rack_scaling.scaling_vs_reference(rack_scaling.token_accounting(t), "1x", "total")
     # cached tokens unknown: the computed throughput and its ratios are NaN
-    sc = rack_scaling.measure.scaling_vs_reference(acc, "1x", "computed")
+    sc = rack_scaling.scaling_vs_reference(acc, "1x", "computed")
     assert math.isnan(sc.iloc[1]["speedup"]) and math.isnan(sc.iloc[1]["efficiency"])
