@@ -532,9 +532,8 @@ class Analysis(common.Chapter):
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
-        m, kvb, at, f = self.model, self.kv_bytes, self.at, self.fit
+        m, kvb, at, g, im = self.model, self.kv_bytes, self.at, self.growth, self.implied
         b = kvb[self.params.kv_dtype]
-        g, im = self.growth, self.implied
         reads = self.reads_table.set_index("context_tokens")
         ends = (("lo", self.lo), ("hi", self.hi))
         return common.glue(self, GLUE) | {
@@ -551,14 +550,12 @@ class Analysis(common.Chapter):
             **{f"kv_{d}": int(x.bytes_per_token) for d, x in kvb.items() if d != "fp4"},
             **{f"weights_{k}_gb": getattr(self.weights, f"{k}_bytes") / 1e9 for k in WEIGHTS},
             "w_per_gpu_gb": self.w_per_gpu / 1e9,
-            "moe_layers": int(m.moe.num_moe_layers or 0),
             "hbm_gb": self.hw.hbm_capacity_bytes / 1e9,
             **{f"seq_{k}_mb": float(at.loc[c, "kv_bytes_per_sequence"]) / 1e6 for k, c in ends},
             **{f"fit_{k}": int(at.loc[c, "sequences_per_gpu"]) for k, c in ends},
             **{f"sparse_{k}_mb": float(reads.loc[c, "sparse_read_mb"]) for k, c in ends},
             "dense_hi_mb": float(reads.loc[self.hi, "dense_read_mb"]),
             "n_points": int(len(self.series)),
-            "slope_resolved": "resolved" if f.resolved else "not resolved",
             "sparse_us": 1000 * g.growth.sparse_ms,
             "dense_us": 1000 * g.growth.dense_ms,
             "sparse_share_pct": 100 * g.share,
@@ -688,16 +685,14 @@ def _flips(a: Analysis) -> list[str]:
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
-DECISIVE: dict[str, tuple[str, ...]] = {
-    "context-latency.kv-bytes": ("metric", "model"),
-    "context-latency.delta": ("metric", "model"),
-    "context-latency.delta-pct": ("metric", "model"),
-}
+DECISIVE: dict[str, tuple[str, ...]] = dict.fromkeys(
+    (KV_BYTES_ID, DELTA_ID, DELTA_PCT_ID), ("metric", "model")
+)
+_NO_LATENCY = (
+    "no published decode latency of DeepSeek-V4.1-Flash at 128k and 855k tokens of context"
+)
 READING_NOTES = {
-    "context-latency.kv-bytes": "the figure comes from the model card, the paper and vLLM's "
-    "2026-10-07 post; no published measurement of the global KV bytes per token",
-    "context-latency.delta": "no published decode latency of DeepSeek-V4.1-Flash at 128k and "
-    "855k tokens of context",
-    "context-latency.delta-pct": "no published decode latency of DeepSeek-V4.1-Flash at 128k "
-    "and 855k tokens of context",
+    KV_BYTES_ID: "the figure comes from the model card, the paper and vLLM's 2026-10-07 post; no "
+    "published measurement of the global KV bytes per token",
+    **dict.fromkeys((DELTA_ID, DELTA_PCT_ID), _NO_LATENCY),
 }

@@ -723,8 +723,6 @@ class Analysis(common.Chapter):
         """Numbers and words the chapter's prose quotes (glued by name)."""
         nx, top, reg = self.largest, self.top, self.registry
         by = self.throughput.set_index("reading")
-        tray, hgx = self.params.node_systems[0], self.params.node_systems[-1]
-        cap_d = self.cap("compute", "decode")
         sp = float(top["speedup"])
         verb = "grew to" if sp > 1.005 else "shrank to" if sp < 0.995 else "stayed at"
         change = f"{verb} {sp:.2f}x" if np.isfinite(sp) else "is unknown"
@@ -732,8 +730,6 @@ class Analysis(common.Chapter):
         dec, pre = self.model.active_params("decode"), self.model.active_params("prefill")
         assert dec is not None and pre is not None, "the catalog model states its active params"
         out = common.glue(self, GLUE) | {
-            "tray_gpus": catalogs.system(tray).gpus,
-            "hgx_gpus": catalogs.system(hgx).gpus,
             "su_claim": reg.value(SINGLE_USER_CLAIM),
             "su_gpus": reg.get(SINGLE_USER_CLAIM).scope.gpu_count,
             "dp_claim": reg.value(DECODE_PARITY_CLAIM),
@@ -754,7 +750,7 @@ class Analysis(common.Chapter):
             "speedup": verdicts.text(sp, ".2f"),
             "scaling_change": change,
             "efficiency_pct": verdicts.text(100 * top["efficiency"], ".1f"),
-            "cap_decode": cap_d,
+            "cap_decode": self.cap("compute", "decode"),
             **{f"ratio_{k}": by.loc[f"per-gpu-{k}", "ratio"] for k in ("decode", "prefill")},
             "rack_per_gpu": by.loc["rack-total", "tok_s_per_gpu"],
             "rack_ratio_pct": 100 * by.loc["rack-total", "ratio"],
@@ -771,6 +767,7 @@ class Analysis(common.Chapter):
         out: dict[str, Any] = {}
         for n, s in (("tray", self.params.node_systems[0]), ("hgx", self.params.node_systems[-1])):
             out |= {
+                f"{n}_gpus": int(spi.loc[s, "gpus_per_node"]),
                 f"node_{n}_ratio": spi.loc[s, "ratio"],
                 f"node_{n}_gpu": str(spi.loc[s, "gpu"]).upper(),
                 f"stated_{n}_per_gpu": spi.loc[s, "stated_node_tok_s_per_gpu"],
@@ -788,7 +785,6 @@ class Analysis(common.Chapter):
             "rev_min_rack": rev.loc[self.rack_reading, "revenue_all_cached"],
             "rev_max_rack": rev.loc[self.rack_reading, "revenue_all_uncached"],
             "rev_min_stated": rev.loc[STATED, "revenue_all_cached"],
-            "revenue_run": verdicts.text(self.revenue_run, ",.4f"),
         }
 
 

@@ -74,12 +74,9 @@ def acceptance_length(trace: Trace, point_id: str | None = None) -> tuple[float 
     sm = trace.extra.get("server_metrics")
     if sm is not None:
         pids = [point_id] if point_id is not None else list(trace.points["point_id"])
-        acc = drafts = 0.0
-        for pid in pids:
-            d = counter_deltas(sm, pid)
-            if SPEC_ACCEPTED in d and SPEC_DRAFTS in d:
-                acc += d[SPEC_ACCEPTED]
-                drafts += d[SPEC_DRAFTS]
+        deltas = [counter_deltas(sm, pid) for pid in pids]
+        both = [d for d in deltas if SPEC_ACCEPTED in d and SPEC_DRAFTS in d]
+        acc, drafts = (sum(d[k] for d in both) for k in (SPEC_ACCEPTED, SPEC_DRAFTS))
         if np.isfinite(acc) and np.isfinite(drafts) and drafts > 0:
             return 1 + acc / drafts, f"server_metrics: 1 + {SPEC_ACCEPTED} / {SPEC_DRAFTS}"
     return None, "no speculative decoding: no spec-decode statistics in run.json or server_metrics"
@@ -299,6 +296,10 @@ class Analysis(common.Chapter):
         self.floor = floor = claim_vs_floor(claim_tok_s, *on, **kw)
         self.rack_tok_s = reg.value(RACK_CLAIM_ID)
         self.rack_gpus = catalogs.system(p.rack_system_id).gpus
+        self.per_gpu_single_user = claim_tok_s / floor_gpus  # tok/s per GPU, one stream
+        self.per_gpu_rack = self.rack_tok_s / self.rack_gpus  # tok/s per GPU, many streams
+        # MoE layers of the model (each needs a dispatch and a combine across the GPUs)
+        self.moe_layers = roofline.moe_layers(catalogs.as_model(p.model_id))
         best_acc = float(floor.loc[floor["ceiling_tok_s"].idxmax(), "acceptance_length"])
         step: dict[str, Any] = dict(per="total", batch=1, tokens_per_step=best_acc)
         c = check.check_claim(p.model_id, p.gpu_id, floor_gpus, claim_tok_s, **step)
@@ -314,26 +315,14 @@ class Analysis(common.Chapter):
         """One row of :attr:`floor` (``no speculation`` or ``speculation``)."""
         return self.floor.set_index("reading").loc[name]
 
-    @property
-    def per_gpu_single_user(self) -> float:
-        """The claim divided by its GPUs (tok/s per GPU, one stream)."""
-        return self.claim_tok_s / self.floor_gpus
-
-    @property
-    def per_gpu_rack(self) -> float:
-        """The rack figure divided by the rack's GPUs (tok/s per GPU, many streams)."""
-        return self.rack_tok_s / self.rack_gpus
-
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
         st, f0, f1 = self.stats, self.reading("no speculation"), self.reading("speculation")
+        g, nan = self.gaps_ms, float("nan")
         return common.glue(self, GLUE) | {
             "ms_per_token": 1000 / st.tokens_per_s,
-            "p50": verdicts.text(st.gaps_ms[50.0], ".3g"),
-            "p90": verdicts.text(st.gaps_ms[90.0], ".3g"),
-            "p99": verdicts.text(st.gaps_ms[99.0], ".3g"),
-            "gap_min_ms": float(self.gaps_ms.min()) if self.gaps_ms.size else float("nan"),
-            "gap_max_ms": float(self.gaps_ms.max()) if self.gaps_ms.size else float("nan"),
+            **{f"p{q:g}": verdicts.text(st.gaps_ms[q], ".3g") for q in GAP_PERCENTILES},
+            **{f"gap_{k}_ms": float(getattr(g, k)()) if g.size else nan for k in ("min", "max")},
             "per_chunk": verdicts.text(st.tokens_per_chunk, ".2f"),
             "acceptance": verdicts.text(st.acceptance_length, ".2f"),
             "n_requests": len(st.per_request),
@@ -357,11 +346,6 @@ class Analysis(common.Chapter):
                 for k, f in (("1", f0), ("s", f1))
             },
         }
-
-    @property
-    def moe_layers(self) -> int:
-        """MoE layers of the model (each needs a dispatch and a combine across the GPUs)."""
-        return roofline.moe_layers(catalogs.as_model(self.params.model_id))
 
 
 analyse = Analysis

@@ -459,14 +459,10 @@ def _flips(a: Analysis) -> list[str]:
 
 
 # This chapter's entries of the book's tables (rackbook.results.registry.ChapterTable).
-DECISIVE: dict[str, tuple[str, ...]] = {
-    "eplb-balance.before": ("metric", "model"),
-    "eplb-balance.after": ("metric", "model"),
-    "eplb-balance.recovered": ("metric", "model"),
-}
-READING_NOTES = {
-    "eplb-balance.recovered": "no published share of the uniform-routing potential recovered"
-}
+DECISIVE: dict[str, tuple[str, ...]] = dict.fromkeys(
+    (BEFORE, AFTER, RECOVERED), ("metric", "model")
+)
+READING_NOTES = {RECOVERED: "no published share of the uniform-routing potential recovered"}
 RERUN_NEEDS = {
     "eplb-balance": "Balancedness is read from the servers' EPLB log lines (`log_balancedness` in "
     "the recipe's `--eplb-config`): `server_log` is the decode leader's log, which the Slurm "

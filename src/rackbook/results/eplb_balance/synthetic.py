@@ -107,17 +107,11 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
     loads, meta = eplb.synthetic_loads(
         shape.num_layers, shape.num_experts, n, cal["skew"], spec.seed, spec.windows
     )
+    window = "one decode forward pass (engine step)"
     run = new_run_info(
         kind="synthetic",
         commands=[RECORD_COMMAND],
-        parameters={
-            **asdict(spec),
-            "num_layers": shape.num_layers,
-            "num_experts": shape.num_experts,
-            "top_k": shape.top_k,
-            "tokens_per_step": n,
-            "window": "one decode forward pass (engine step)",
-        },
+        parameters=asdict(spec) | asdict(shape) | {"tokens_per_step": n, "window": window},
         engine={"name": "none", "version": None},
         generator={
             "name": eplb.SYNTHETIC_GENERATOR,
@@ -142,13 +136,8 @@ def build_default_trace(spec: Spec = Spec()) -> Trace:
             f"(claim {CALIBRATION_CLAIM}). Balance after EPLB is a prediction of this model."
         ),
     )
-    return Trace(
-        run,
-        empty_table("requests"),
-        empty_table("itl"),
-        empty_table("points"),
-        {"expert_load": loads_table(loads)},
-    )
+    extra = {"expert_load": loads_table(loads)}
+    return Trace(run, empty_table("requests"), empty_table("itl"), empty_table("points"), extra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
