@@ -191,23 +191,16 @@ class Analysis(common.Chapter):
         batches = list(p.batch_sizes)
         self.decode = dec = parity(table, p.engine_a, p.engine_b, batches=batches)
         self.prefill = parity(table, p.engine_a, p.engine_b, "prefill_tok_s", batches)
+        # (batch, signed gap %) of the largest decode and prefill gaps, None if none measured
+        self.worst, self.prefill_worst = (
+            largest_gap(x) if len(x) else None for x in (dec, self.prefill)
+        )
+        self.inside = int((dec["gap_pct"].abs() <= band).sum())  # batch sizes within the band
         self.missing = missing_piece(set(table["engine"]), p, dec)
         self.ceilings = ceil = ceilings(p)
         phys = physics_reading(ceil, dec, testable, p)
         run = run_reading(dec, band, testable, trace.run, self.missing, batches)
         self.readings = common.readings(reg, (phys, run))
-
-    @property
-    def worst(self) -> tuple[int, float] | None:
-        return largest_gap(self.decode) if len(self.decode) else None
-
-    @property
-    def prefill_worst(self) -> tuple[int, float] | None:
-        return largest_gap(self.prefill) if len(self.prefill) else None
-
-    @property
-    def inside(self) -> int:
-        return int((self.decode["gap_pct"].abs() <= self.band_pct).sum())
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""

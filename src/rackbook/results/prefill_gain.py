@@ -3,6 +3,7 @@ B over A (stat(B) / stat(A) - 1, bootstrap interval), and a roofline of reading 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from rackbook.inputs import catalogs
 from rackbook.inputs.catalogs import GpuSpec, ModelSpec
 from rackbook.inputs.claims import Registry
 from rackbook.physics import check, results_bounds
-from rackbook.physics.results_bounds import PrefixRead, prefix_read_model, removable_share
+from rackbook.physics.results_bounds import prefix_read_model, removable_share
 from rackbook.results import chapter_common as common
 from rackbook.results import headline, verdicts
 from rackbook.results.verdicts import RangeVerdict
@@ -263,15 +264,13 @@ class Analysis(common.Chapter):
         self.trace_new = new = max(1, int(round(table["new_tokens"].mean()))) if len(table) else 1
         model, gpu = catalogs.as_model(p.model_id), catalogs.as_gpu(p.gpu_id)  # read once
 
-        def read(prefix: int, reuse: int = 1) -> PrefixRead:
-            return prefix_read_model(
-                model, gpu, prefix, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus, reuse_tokens=reuse
-            )
-
-        self.read_no_reuse, self.read_reuse = read(prefix), read(prefix, new)
+        read = functools.partial(
+            prefix_read_model, model, gpu, kv_dtype=p.kv_dtype, n_gpus=p.prefill_gpus
+        )
+        self.read_no_reuse, self.read_reuse = read(prefix), read(prefix, reuse_tokens=new)
         #: behind the claim's prefix, check.PREFILL_CHUNK new tokens sharing one read of it
-        self.bound = bound = read(prefix, check.PREFILL_CHUNK)
-        curve = [(pre, r, read(pre, r)) for r in (1, new) for pre in CURVE_PREFIXES]
+        self.bound = bound = read(prefix, reuse_tokens=check.PREFILL_CHUNK)
+        curve = [(pre, r, read(pre, reuse_tokens=r)) for r in (1, new) for pre in CURVE_PREFIXES]
         self.curve = pd.DataFrame(
             [(pre, r, x.tokens_per_s, x.dense_tokens_per_s) for pre, r, x in curve],
             columns=["prefix", "reuse", "tok_s", "dense_tok_s"],
@@ -320,12 +319,10 @@ class Analysis(common.Chapter):
             "claim_prefix": self.claim_prefix,
             "mean_new_tokens": float(self.table["new_tokens"].mean()),
             "mean_cached_tokens": float(self.table["cached_tokens"].mean()),
-            "a_tok_s": self.stat_tok_s(p.config_a),
-            "b_tok_s": self.stat_tok_s(p.config_b),
+            **{f"{w}_tok_s": self.stat_tok_s(c) for w, c in (("a", p.config_a), ("b", p.config_b))},
             "stat": p.stat,
             "gain_pct": 100 * g.gain if g else nan,
-            "gain_low_pct": 100 * g.low if g else nan,
-            "gain_high_pct": 100 * g.high if g else nan,
+            **{f"gain_{k}_pct": 100 * getattr(g, k) if g else nan for k in ("low", "high")},
             "level_pct": 100 * (g.level if g else p.level),
             "range_verdict": self.range_verdict.verdict if self.range_verdict else "untested",
             "sparse_mb_per_new_token": m.sparse_bytes_per_new_token / 1e6,
@@ -341,8 +338,7 @@ class Analysis(common.Chapter):
             "removable_pct": 100 * self.removable,
             "need_low_pct": 100 * (1 - 1 / (1 + self.claim_low)),
             "need_high_pct": 100 * (1 - 1 / (1 + self.claim_high)),
-            "batched_tokens_a": self.batched_tokens("a"),
-            "batched_tokens_b": self.batched_tokens("b"),
+            **{f"batched_tokens_{w}": self.batched_tokens(w) for w in ("a", "b")},
             "gpu_name": catalogs.as_gpu(p.gpu_id).name,
             "read_over_compute": m.sparse_read_s / m.compute_s_per_new_token,
             "v_physics": self.readings[0].verdict,
