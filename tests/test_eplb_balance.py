@@ -45,13 +45,13 @@ def test_default_trace_is_synthetic_with_generator_seed_and_calibration(default_
 
 
 def test_regenerating_with_the_same_seed_gives_identical_loads(default_trace) -> None:
-    again = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec())
+    again = eplb_balance.build_default_trace(eplb_balance.Spec())
     np.testing.assert_array_equal(
         eplb_balance.loads_from_table(again.extra["expert_load"]),
         eplb_balance.trace_loads(default_trace),
     )
     assert again.run["generator"]["skew"] == default_trace.run["generator"]["skew"]
-    other = eplb_balance.synthetic.build_default_trace(eplb_balance.synthetic.Spec(seed=1))
+    other = eplb_balance.build_default_trace(eplb_balance.Spec(seed=1))
     assert not np.array_equal(
         eplb_balance.loads_from_table(other.extra["expert_load"]),
         eplb_balance.trace_loads(default_trace),
@@ -104,14 +104,14 @@ def test_uniform_floor_is_below_one_and_rises_with_tokens() -> None:
 
 
 def test_redundant_for_and_tokens_per_step() -> None:
-    assert eplb_balance.synthetic.redundant_for(64, 384) == 64  # 7 slots x 64 = 448
-    assert eplb_balance.synthetic.redundant_for(72, 384) == 120  # (6 + 1) x 72 = 504
-    assert eplb_balance.synthetic.redundant_for(8, 384, 0) == 0
-    assert eplb_balance.synthetic.tokens_per_step(64, 64, 6) == 24_576
+    assert eplb_balance.redundant_for(64, 384) == 64  # 7 slots x 64 = 448
+    assert eplb_balance.redundant_for(72, 384) == 120  # (6 + 1) x 72 = 504
+    assert eplb_balance.redundant_for(8, 384, 0) == 0
+    assert eplb_balance.tokens_per_step(64, 64, 6) == 24_576
 
 
 def test_loads_from_table_rejects_incomplete_grid() -> None:
-    df = eplb_balance.synthetic.loads_table(np.ones((2, 2, 3)))
+    df = eplb_balance.loads_table(np.ones((2, 2, 3)))
     with pytest.raises(InputError, match="incomplete grid"):
         eplb_balance.loads_from_table(df.iloc[:-1])
     with pytest.raises(InputError, match="duplicate"):
@@ -122,9 +122,9 @@ def test_loads_from_table_rejects_incomplete_grid() -> None:
 # The chapter: analyse, outcome, every reading by hand, the claims from the registry
 
 CLAIMS = (
-    eplb_balance.synthetic.BEFORE,
-    eplb_balance.synthetic.AFTER,
-    eplb_balance.synthetic.RECOVERED,
+    eplb_balance.BEFORE,
+    eplb_balance.AFTER,
+    eplb_balance.RECOVERED,
 )
 #: Small model sweeps, so that a test analysis takes about a second.
 SMALL = {"ep_sizes": [64], "redundant_values": [64], "skews": [0.5], "batch_sizes": [8, 64]}
@@ -149,7 +149,7 @@ def _hand_trace(gpus: tuple[str, ...] = ("NVIDIA B300",)) -> Trace:
     Gap closed (1 - 5/7) / (1 - 5/7) = 100 %; ratio to uniform 1 / 1 = 100 %. With one layer
     the legacy balancedness (over layers) is 1 for both placements.
     """
-    table = eplb_balance.synthetic.loads_table(np.array([[[4, 3, 2, 1]]] * 3, dtype=float))
+    table = eplb_balance.loads_table(np.array([[[4, 3, 2, 1]]] * 3, dtype=float))
     run = {
         "trace_id": "hand",
         "kind": "recorded",
@@ -182,7 +182,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
     [
         (
             {"kind": "synthetic", "generator": CAL},
-            eplb_balance.synthetic.BEFORE,
+            eplb_balance.BEFORE,
             0.3506,
             0.35,
             "",
@@ -192,7 +192,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (
             {"kind": "synthetic", "generator": CAL},
-            eplb_balance.synthetic.AFTER,
+            eplb_balance.AFTER,
             0.89594,
             0.94,
             "",
@@ -202,7 +202,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (
             {"kind": "recorded", "hardware": {"gpus": [], "cpu_model": "Xeon", "cpu_cores": 2}},
-            eplb_balance.synthetic.RECOVERED,
+            eplb_balance.RECOVERED,
             91.234,
             97,
             " %",
@@ -213,7 +213,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # GPUs, but another model: not a test of the claim
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": "Qwen3-30B-A3B"}},
-            eplb_balance.synthetic.AFTER,
+            eplb_balance.AFTER,
             0.94,
             0.94,
             "",
@@ -224,7 +224,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # |0.943 - 0.94| = 0.003 <= 0.005
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": MODEL}},
-            eplb_balance.synthetic.AFTER,
+            eplb_balance.AFTER,
             0.943,
             0.94,
             "",
@@ -234,7 +234,7 @@ GPUS = {"gpus": [{"name": "NVIDIA B300"}, {"name": "NVIDIA B300"}]}
         ),
         (  # |0.90 - 0.94| = 0.04 > 0.005
             {"kind": "recorded", "hardware": GPUS, "parameters": {"model": MODEL}},
-            eplb_balance.synthetic.AFTER,
+            eplb_balance.AFTER,
             0.90,
             0.94,
             "",
@@ -261,7 +261,7 @@ def test_every_run_reading_by_hand(run, claim, value, claimed, unit, verdict, ma
 )
 def test_every_balancedness_physics_reading(claimed, ep, verdict, margin):
     """Balancedness = sum(mean) / sum(max) lies in [1/R, 1] for R ranks."""
-    r = eplb_balance.balancedness_physics(eplb_balance.synthetic.AFTER, claimed, ep, "note")
+    r = eplb_balance.balancedness_physics(eplb_balance.AFTER, claimed, ep, "note")
     assert (r.verdict, r.margin) == (verdict, margin)
     assert r.reason.startswith(f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (")
     # the write-up states no EP size: the reason says which is assumed, and the fewest ranks
@@ -330,9 +330,9 @@ def test_hand_trace_analysis_by_hand(hand_gpu) -> None:
             # 5/7 = 0.7143 is within 0.005 of 0.71; 1 of 1; 100 % of 100 %; gap (1 - 0.71) /
             # (1 - 0.71) = 100 %: one fixed reading gives the recovered share
             {
-                eplb_balance.synthetic.BEFORE: {"value": 0.71},
-                eplb_balance.synthetic.AFTER: {"value": 1.0},
-                eplb_balance.synthetic.RECOVERED: {"value": 100},
+                eplb_balance.BEFORE: {"value": 0.71},
+                eplb_balance.AFTER: {"value": 1.0},
+                eplb_balance.RECOVERED: {"value": 100},
             },
             ("consistent",) * 3,
             ("possible",) * 3,
@@ -365,8 +365,8 @@ def test_the_shipped_trace_headlines(shipped) -> None:
     out = eplb_balance.outcome(shipped)
     assert out.result == "eplb-balance" and not shipped.testable
     assert {r.verdict for r in out.readings if r.reading == "this run"} == {"untested"}
-    assert out.reading(eplb_balance.synthetic.BEFORE, "this run").reason.endswith("0.35: an input")
-    assert out.reading(eplb_balance.synthetic.RECOVERED, "physics").verdict == "undetermined"
+    assert out.reading(eplb_balance.BEFORE, "this run").reason.endswith("0.35: an input")
+    assert out.reading(eplb_balance.RECOVERED, "physics").verdict == "undetermined"
     got = {h.name: (h.value, h.unit, h.verdict, h.kind, h.hardware) for h in out.headlines}
     assert got == {
         "balancedness_static": (0.3506, "1", "untested", "synthetic", None),
@@ -393,13 +393,13 @@ def test_the_after_figure_comes_from_the_registry() -> None:
     synthetic trace the readings quote the new figure, and 0.94 is gone from every headline.
     (The synthetic skew is calibrated to .before, left unchanged.)"""
     tr = traces.read_trace(DEFAULT)
-    reg = _registry(**{eplb_balance.synthetic.AFTER: {"value": 0.90}})
+    reg = _registry(**{eplb_balance.AFTER: {"value": 0.90}})
     an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
     assert an.after == 0.90 and an.values()["claim_after"] == 0.90
     assert an.floor_needed == pytest.approx(0.90 / 0.97)
     assert an.claim_pct["gap closed"] == pytest.approx(100 * 0.55 / 0.65)
     out = eplb_balance.outcome(an)
-    phys = out.reading(eplb_balance.synthetic.AFTER, "physics")
+    phys = out.reading(eplb_balance.AFTER, "physics")
     assert phys.margin == "0.9 in [1/64, 1]"
     h = {x.name: x for x in out.headlines}
     assert h["balancedness_eplb"].value == 0.8953  # the model's number does not move
@@ -414,7 +414,7 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
     tr = traces.read_trace(DEFAULT)
     reg = _registry(
         **{
-            eplb_balance.synthetic.RECOVERED: {
+            eplb_balance.RECOVERED: {
                 "value": 90,
                 "tolerance": {"absolute": 2.0, "basis": "edited"},
             }
@@ -422,7 +422,7 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
     )
     an = eplb_balance.analyse(tr, eplb_balance.Params(**SMALL), registry=reg)
     out = eplb_balance.outcome(an)
-    assert out.reading(eplb_balance.synthetic.RECOVERED, "physics").verdict == "possible"
+    assert out.reading(eplb_balance.RECOVERED, "physics").verdict == "possible"
     assert an.values()["claim_recovered"] == 90
     text = " ".join(x.definition + " " + x.reason for x in out.headlines)
     text += " ".join(r.reason for r in out.readings)
@@ -430,12 +430,12 @@ def test_the_recovered_share_comes_from_the_registry() -> None:
 
 
 def test_the_calibration_target_comes_from_the_registry() -> None:
-    small = eplb_balance.synthetic.Spec(ep_size=8, redundant=0, batch_per_rank=8)
-    published = load_claims().value(eplb_balance.synthetic.BEFORE)
-    assert eplb_balance.synthetic.calibrate(small)["target"] == published
-    reg = _registry(**{eplb_balance.synthetic.BEFORE: {"value": 0.5}})
+    small = eplb_balance.Spec(ep_size=8, redundant=0, batch_per_rank=8)
+    published = load_claims().value(eplb_balance.BEFORE)
+    assert eplb_balance.calibrate(small)["target"] == published
+    reg = _registry(**{eplb_balance.BEFORE: {"value": 0.5}})
     # a small synthetic model, calibrated to the edited figure
-    cal = eplb_balance.synthetic.calibrate(small, registry=reg)
+    cal = eplb_balance.calibrate(small, registry=reg)
     assert cal["target"] == 0.5 and cal["balancedness_static"] == pytest.approx(0.5, abs=1e-3)
 
 
@@ -443,7 +443,7 @@ def test_no_claim_figure_is_typed_in_the_chapter() -> None:
     """The published figures reach the module, its figures and the notebook only through the
     registry (tests may type them; src and notebooks may not)."""
     files = [
-        *sorted((paths.ROOT / "src/rackbook/results/eplb_balance").glob("*.py")),
+        paths.ROOT / "src/rackbook/results/eplb_balance.py",
         paths.ROOT / "src/rackbook/book/figures/eplb_balance.py",
         paths.NOTEBOOKS / "eplb-balance.ipynb",
     ]
