@@ -11,6 +11,7 @@ from rackbook.core.provenance import hardware_label
 from rackbook.core.traces import Trace
 from rackbook.inputs.claims import Registry, load_claims
 from rackbook.results import evidence, headline, verdicts
+from rackbook.results.headline import NOT_COMPARABLE
 
 
 class Chapter:
@@ -67,7 +68,7 @@ def headlines(
     return [
         headline.Headline(name, value, unit, what, r.claim_id, kind, r.verdict, r.reason, **where)
         if isinstance(r, headline.ClaimReading)
-        else headline.unclaimed(name, value, unit, what, r, kind, **where)
+        else headline.Headline(name, value, unit, what, None, kind, NOT_COMPARABLE, r, **where)
         for r, name, value, unit, what in rows
     ]
 

@@ -127,19 +127,6 @@ def contradiction(verdict: str, ratio: float | None) -> str | None:
     return None
 
 
-def unclaimed(
-    name: str,
-    value: float | int | str | None,
-    unit: str,
-    definition: str,
-    reason: str,
-    kind: str = "modelled",
-    **where: Any,
-) -> Headline:
-    """A headline value no claim speaks to: its verdict is :data:`NOT_COMPARABLE`."""
-    return Headline(name, value, unit, definition, None, kind, NOT_COMPARABLE, reason, **where)
-
-
 def by_claim(readings: list[ClaimReading], reading: str) -> dict[str, ClaimReading]:
     return {r.claim_id: r for r in readings if r.reading == reading}
 

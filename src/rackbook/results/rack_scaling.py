@@ -853,14 +853,12 @@ def _modelled(a: Analysis) -> list[headline.Headline]:
     )
     at = num(rev["cached_share_matching"], 4)
     cost = (COST_CLAIM, "revenue_cached_share_rack_total", at, "1", revenue, cost_v, rev["formula"])
-    rental = headline.unclaimed(
-        "cost_ratio_to_rental",
-        num(a.cost.ratio_to_rental, 3),
-        "x",
-        "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)",
-        "$/GPU-hour is not a price per answer; what the dollars are is not stated",
+    what = "$/GPU-hour figure / the catalog's GB300 ownership cost (InferenceX's model)"
+    why = "$/GPU-hour is not a price per answer; what the dollars are is not stated"
+    rental = common.headlines(
+        [(why, "cost_ratio_to_rental", num(a.cost.ratio_to_rental, 3), "x", what)]
     )
-    return [*(common.modelled(*r) for r in rows), rental, common.modelled(*cost)]
+    return [*(common.modelled(*r) for r in rows), *rental, common.modelled(*cost)]
 
 
 def flips(a: Analysis) -> list[str]:
