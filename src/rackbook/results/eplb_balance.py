@@ -436,7 +436,10 @@ class Analysis(common.Chapter):
         claim_shares = recovered_shares(self.before, self.after, self.floor)
         self.shares = model_shares.rename(columns={"pct": "model (%)"})
         self.shares[f"claim's {self.before:g} and {self.after:g} (%)"] = claim_shares["pct"]
-        self.model_pct, self.claim_pct = _pct(model_shares), _pct(claim_shares)
+        self.model_pct, self.claim_pct = (
+            dict(zip(x["reading"], x["pct"].tolist(), strict=True))
+            for x in (model_shares, claim_shares)
+        )
         self.floor_needed = self.after / (self.recovered / 100)
         self.skew = model_skew(trace.run, s["static"], p.ep_size, p.redundant)
         self.sweeps = _sweeps(trace, p, self.skew, self.shape, self.batch_per_rank)
@@ -503,10 +506,6 @@ class Analysis(common.Chapter):
             **{f"{c.split('.')[1]}_physics": r.verdict for c, r in phys.items()},
             "before_after_physics": f"both {b}" if b == a else f"{b} and {a}",
         }
-
-
-def _pct(shares: pd.DataFrame) -> dict[str, float]:
-    return {k: float(v) for k, v in zip(shares["reading"], shares["pct"], strict=True)}
 
 
 analyse = Analysis

@@ -538,12 +538,12 @@ SINGLE_USER_CLAIM = "single-user.throughput"
 DECODE_PARITY_CLAIM = "decode-parity.gap"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table whose cells show ``|`` and ``$`` literally (``$`` opens MyST math)."""
-    cell = headline.cell
-    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+def _table(head: str, rows: list[list[str]], note: str = "") -> str:
+    """A Markdown table (``head``: ``a|b``) whose cells show ``|`` and ``$`` literally (``$`` opens
+    MyST math), then ``note``."""
+    lines = ["| " + " | ".join(map(headline.cell, r)) + " |" for r in [head.split("|"), *rows]]
+    lines.insert(1, "|" + "---|" * (head.count("|") + 1))
+    return "\n".join(lines) + "\n" + (f"\n{note}\n" if note else "")
 
 
 #: The notebook's ``parameters`` and the assumed workload (tokens per request).
@@ -566,11 +566,14 @@ class Analysis(common.Chapter):
         self.model = model = catalogs.load_model(p.model_id)
         self.trace = tr = with_gpu_counts(self.trace, p.gpus_per_replica)
         self.accounting = acc = token_accounting(tr)
+        self.largest = acc.loc[acc["num_gpus"].astype(float).idxmax()]  # the largest point
+        self.cached_known = bool(np.isfinite(self.largest["cached_input_tok_s"]))
         # without the reference the smallest configuration stands in (the reading says so)
         ref_cfg = p.reference_config
         if ref_cfg not in set(acc["config"]):
             ref_cfg = str(acc.loc[acc["num_gpus"].astype(float).idxmin(), "config"])
         self.scaling = scaling_vs_reference(acc, ref_cfg, p.metric)
+        self.top = self.scaling.iloc[-1]  # the largest configuration against the reference
         self.ceilings = ceilings(model, gpu, rack.gpus)
         work = dict(isl=p.workload_isl, osl=p.workload_osl)
         self.throughput = throughput_readings(
@@ -580,6 +583,7 @@ class Analysis(common.Chapter):
         self.speedups = speedup_readings(
             self.claim_speedup, self.claim_tok_s, rack.gpus, model, nodes, **work
         )
+        self.rack_reading = f"rack total / {rack.gpus}"
         bases = {STATED: self.claim_tok_s, self.rack_reading: self.claim_tok_s / rack.gpus}
         self.cost = cost_readings(self.claim_usd, bases, p.price_id)
         self.band = check.sensitivity(model=model, gpu=gpu, gpus=rack.gpus, tok_s=self.claim_tok_s)
@@ -627,26 +631,10 @@ class Analysis(common.Chapter):
         return headline.ClaimReading(SPEEDUP_CLAIM, "this run", "untested", "-", why)
 
     @property
-    def largest(self) -> pd.Series:
-        return self.accounting.loc[self.accounting["num_gpus"].astype(float).idxmax()]
-
-    @property
-    def top(self) -> pd.Series:
-        return self.scaling.iloc[-1]
-
-    @property
-    def rack_reading(self) -> str:
-        return f"rack total / {self.rack.gpus}"
-
-    @property
     def unit(self) -> str:
         """``GPU``, or ``replica`` where one CPU server stands for one GPU."""
         gpus = verdicts.gpu_names(self.trace.run) or self.params.gpus_per_replica > 1
         return "GPU" if gpus else "replica"
-
-    @property
-    def cached_known(self) -> bool:
-        return bool(np.isfinite(self.largest["cached_input_tok_s"]))
 
     def cap(self, ceiling: str, phase: str) -> float:
         """A ceiling of :attr:`ceilings` in tokens/s per GPU."""
@@ -663,8 +651,8 @@ class Analysis(common.Chapter):
             + [verdicts.text(r["total_tok_s_per_gpu"], ",.1f")]
             for _, r in self.accounting.iterrows()
         ]
-        head = ["config", "output", "new input", "cached input", "total", "computed"]
-        return _table([*head, f"total per {u}"], rows) + "\nAll in tokens per second.\n"
+        head = f"config|output|new input|cached input|total|computed|total per {u}"
+        return _table(head, rows, "All in tokens per second.")
 
     def ceilings_markdown(self) -> str:
         """The compute ceilings (display math) and every ceiling's formula."""
@@ -673,7 +661,7 @@ class Analysis(common.Chapter):
             [f"{r.ceiling}, {r.phase}", f"{r.tok_s_per_gpu:,.0f}", r.formula]
             for r in self.ceilings.itertuples()
         ]
-        return "\n\n".join(maths) + "\n\n" + _table(["ceiling", "tok/s per GPU", "how"], rows)
+        return "\n\n".join(maths) + "\n\n" + _table("ceiling|tok/s per GPU|how", rows)
 
     def throughput_markdown(self) -> str:
         """Each reading of the throughput figure against its ceiling (tokens/s per GPU)."""
@@ -687,10 +675,8 @@ class Analysis(common.Chapter):
                 + [f"{r.ceiling_tok_s_per_gpu:,.0f} ({r.phase})"]
                 + [fits if cached else ratio_text(r.ratio), f"**{r.verdict}**"]
             )
-        head = "reading|counted|computed|ceiling|computed / ceiling|physics".split("|")
-        return (
-            _table(head, rows) + "\nCounted, computed and ceiling in tokens per second per GPU.\n"
-        )
+        head, note = "reading|counted|computed|ceiling|computed / ceiling|physics", "Counted, "
+        return _table(head, rows, note + "computed and ceiling in tokens per second per GPU.")
 
     def speedups_markdown(self) -> str:
         """What the speedup means for each node size, and the node it implies."""
@@ -700,7 +686,7 @@ class Analysis(common.Chapter):
             for r in self.speedups.itertuples()
         ]
         head = "what 'a node' is|GPUs per node|nodes in the rack|scaling efficiency|"
-        return _table(f"{head}node tok/s per GPU|node / ceiling|physics".split("|"), rows)
+        return _table(f"{head}node tok/s per GPU|node / ceiling|physics", rows)
 
     def cost_markdown(self) -> str:
         """The dollar figure per million tokens, and the token revenue range, per reading."""
@@ -717,7 +703,7 @@ class Analysis(common.Chapter):
             )
         head = "throughput reading|tok/s per GPU|M tok per GPU-hour|USD per M tok, as cost|"
         head += "USD per M tok, ownership cost|revenue (USD per GPU-hour)|"
-        return _table(f"{head}cached share for ${self.claim_usd:g}".split("|"), rows)
+        return _table(f"{head}cached share for ${self.claim_usd:g}", rows)
 
     def values(self) -> dict[str, Any]:
         """Numbers and words the chapter's prose quotes (glued by name)."""
