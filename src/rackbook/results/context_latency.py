@@ -445,6 +445,8 @@ class Analysis(common.Chapter):
         self.model = m = catalogs.as_model(p.model_id)
         self.hw = hw = catalogs.as_gpu(p.gpu_id)
         self.kv_bytes = {d: roofline.kv_bytes(m, d) for d in catalogs.PRECISIONS}
+        self.kv_bytes_per_token = self.kv_bytes[p.kv_dtype].bytes_per_token
+        self.reads_lo = roofline.decode_kv_reads(m, lo, p.kv_dtype)  # per sequence at lo
         self.weights = roofline.storage(m)
         w = p.weight_bytes_per_gpu
         self.w_per_gpu = float(self.weights.per_gpu_bytes(p.weight_gpus) if w is None else w)
@@ -452,6 +454,7 @@ class Analysis(common.Chapter):
         grid = sorted({*np.linspace(max_ctx / 64, max_ctx, 64).astype(int).tolist(), lo, hi})
         kw = dict(weight_bytes_per_gpu=self.w_per_gpu, memory_fraction=p.memory_fraction)
         self.memory = {d: memory_by_context(m, hw, grid, d, **kw) for d in catalogs.PRECISIONS}
+        self.at = self.memory[p.kv_dtype].set_index("context_tokens")  # at the chosen dtype
         self.table = decode_latency_by_context(trace)
         self.series = series = main_series(self.table)
         if len(series) >= 2:
@@ -492,10 +495,6 @@ class Analysis(common.Chapter):
         return common.readings(reg, *pairs)
 
     @property
-    def kv_bytes_per_token(self) -> int:
-        return self.kv_bytes[self.params.kv_dtype].bytes_per_token
-
-    @property
     def kv_table(self) -> pd.DataFrame:
         """Per dtype: rows per token, KV and indexer row bytes, bytes per token."""
         cols = ["kv_dtype", "rows_per_token", "kv_row_bytes", "indexer_row_bytes"]
@@ -515,10 +514,6 @@ class Analysis(common.Chapter):
             rows.append((c, r.sparse_bytes / 1e6, r.dense_bytes / 1e6))
         cols = ["context_tokens", "sparse_read_mb", "dense_read_mb"]
         return pd.DataFrame(rows, columns=cols)
-
-    @property
-    def at(self) -> pd.DataFrame:
-        return self.memory[self.params.kv_dtype].set_index("context_tokens")
 
     @property
     def pair_note(self) -> str:
@@ -568,10 +563,6 @@ class Analysis(common.Chapter):
             "batch_text": units.plural(self.params.batch, "sequence"),
             "itl_median_us": 1000 * float(self.series["median_itl_ms"].median()),
         }
-
-    @property
-    def reads_lo(self) -> roofline.KvReads:
-        return roofline.decode_kv_reads(self.model, self.lo, self.params.kv_dtype)
 
     @property
     def slope_sentence(self) -> str:

@@ -327,14 +327,6 @@ RESULT = "eplb-balance"
 FIGURES: tuple[str, ...] = ("fig_ranks", "fig_sweeps")
 
 
-def model_skew(run: dict[str, Any], static: float, ep_size: int, redundant: int) -> float:
-    """The synthetic trace's skew, else one calibrated to the measured ``static``."""
-    gen = run.get("generator") or {}
-    if run.get("kind") == "synthetic" and "skew" in gen:
-        return float(gen["skew"])
-    return float(calibrate(Spec(ep_size=ep_size, redundant=redundant), target=static)["skew"])
-
-
 def balancedness_physics(
     claim_id: str, claimed: float, ep_size: int, note: str
 ) -> headline.ClaimReading:
@@ -424,6 +416,9 @@ class Analysis(common.Chapter):
         self.shape = model_shape()
         self.batch_per_rank = int(trace.run["parameters"].get("batch_per_rank", 64))
         self.kind = "measured" if trace.run.get("kind") == "recorded" else "synthetic"
+        self.testable = trace.kind != "synthetic" and verdicts.can_test(
+            trace.run, verdicts.BLACKWELL
+        )
         layout = (p.ep_size, p.redundant, p.groups, p.nodes)
         self.summary, self.per_window = score(loads, p.fit_windows, *layout)
         s = self.summary
@@ -441,14 +436,12 @@ class Analysis(common.Chapter):
             for x in (model_shares, claim_shares)
         )
         self.floor_needed = self.after / (self.recovered / 100)
-        self.skew = model_skew(trace.run, s["static"], p.ep_size, p.redundant)
+        # the synthetic trace's skew, else one calibrated to the measured static balancedness
+        gen, spec = trace.run.get("generator") or {}, Spec(ep_size=p.ep_size, redundant=p.redundant)
+        own = trace.run.get("kind") == "synthetic" and "skew" in gen
+        self.skew = float(gen["skew"] if own else calibrate(spec, target=s["static"])["skew"])
         self.sweeps = _sweeps(trace, p, self.skew, self.shape, self.batch_per_rank)
         self.readings = _readings(self, reg)
-
-    @property
-    def testable(self) -> bool:
-        tr = self.trace
-        return tr.kind != "synthetic" and verdicts.can_test(tr.run, verdicts.BLACKWELL)
 
     @property
     def model_note(self) -> str:
