@@ -440,7 +440,13 @@ class Analysis(common.Chapter):
         gen, spec = trace.run.get("generator") or {}, Spec(ep_size=p.ep_size, redundant=p.redundant)
         own = trace.run.get("kind") == "synthetic" and "skew" in gen
         self.skew = float(gen["skew"] if own else calibrate(spec, target=s["static"])["skew"])
-        self.sweeps = _sweeps(trace, p, self.skew, self.shape, self.batch_per_rank)
+        fit = p.fit_windows
+        base = dict(skew=self.skew, seed=int(gen.get("seed", 0)), shape=self.shape)
+        base |= dict(batch_per_rank=self.batch_per_rank, ep_size=p.ep_size, redundant=p.redundant)
+        base |= dict(groups=p.groups, nodes=p.nodes, windows=fit + 4, fit_windows=fit)
+        skews = sorted(set(p.skews) | {round(self.skew, 4)})
+        values = (p.ep_sizes, p.redundant_values, skews, p.batch_sizes)  # in SWEEPS' order
+        self.sweeps = {x: sweep(base, x, v) for x, v in zip(SWEEPS, values, strict=True)}
         self.readings = _readings(self, reg)
 
     @property
@@ -502,22 +508,6 @@ class Analysis(common.Chapter):
 
 
 analyse = Analysis
-
-
-def _sweeps(
-    trace: Trace, p: Any, skew: float, shape: Shape, batch_per_rank: int
-) -> dict[str, pd.DataFrame]:
-    seed = int((trace.run.get("generator") or {}).get("seed", 0))
-    base = dict(skew=skew, seed=seed, shape=shape, batch_per_rank=batch_per_rank)
-    base |= dict(ep_size=p.ep_size, redundant=p.redundant, groups=p.groups, nodes=p.nodes)
-    base |= dict(windows=p.fit_windows + 4, fit_windows=p.fit_windows)
-    values = {
-        "ep_size": p.ep_sizes,
-        "redundant": p.redundant_values,
-        "skew": sorted(set(p.skews) | {round(skew, 4)}),
-        "batch_per_rank": p.batch_sizes,
-    }
-    return {x: sweep(base, x, values[x]) for x in SWEEPS}
 
 
 def _readings(a: Analysis, reg: Registry) -> list[headline.ClaimReading]:

@@ -61,9 +61,8 @@ def new_token_prefill(trace: Trace, prefix_tokens: int | None = None) -> pd.Data
     cached = req["cached_prompt_tokens"]
     source = pd.Series("row", index=req.index, dtype="string")
     if cached.isna().any():
-        fill, how = (prefix_tokens, "argument") if prefix_tokens is not None else (None, "")
-        if fill is None:
-            fill, how = _prefix_from_run(trace)
+        given = (prefix_tokens, "argument") if prefix_tokens is not None else None
+        fill, how = given or _prefix_from_run(trace)
         if fill is None:
             raise InputError(
                 trace.path or "<trace>",

@@ -343,10 +343,8 @@ def throughput_attainable(
 ) -> dict[str, Any]:
     """What measured kernels reach for the figure as stated and (``rack_total``) as the rack's."""
     by = readings.set_index("reading")
-    (isl, osl), share = (
-        readings.attrs["workload"],
-        by.loc["per-gpu-with-cached", "min_cached_share"],
-    )
+    isl, osl = readings.attrs["workload"]
+    share = by.loc["per-gpu-with-cached", "min_cached_share"]
     share = share if np.isfinite(share) else readings.attrs["cached_share"]
     rack = float(by.loc["rack-total", "tok_s_per_gpu"])
     a_rack = verdicts.attainable(
@@ -477,11 +475,8 @@ def cost_readings(
     """``price_per_gpu_hour`` (USD) as USD per million tokens beside the catalog price
     ``price_id``, and as token revenue per GPU-hour: Mtok per hour x (p_u (1 - s) + p_c s), p in
     USD per million tokens."""
-    prices, rent, usd = (
-        catalogs.token_price(TOKEN_PRICES),
-        catalogs.price(price_id),
-        price_per_gpu_hour,
-    )
+    prices, rent = catalogs.token_price(TOKEN_PRICES), catalogs.price(price_id)
+    usd = price_per_gpu_hour
     p_u, p_c = prices.usd_per_m_uncached, prices.usd_per_m_cached
     bases = {"claim as cost": usd, f"{rent.kind} ({rent.id})": rent.usd_per_gpu_hour}
     cost, revenue = [], []
