@@ -5,7 +5,7 @@ and field). Units are each claim's ``unit`` (``%``, ``tok/s``, ``ms``, ``x``, ``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -32,25 +32,19 @@ class Range(_Model):
     high: float
 
     @model_validator(mode="after")
-    def _ordered(self) -> Range:
-        if not self.low < self.high:
-            problem = f"high ({self.high:g}) must be above low ({self.low:g})"
+    def _ordered(self) -> Self:
+        if self.high < self.low or (self.high == self.low and type(self) is Range):
+            word = "above" if type(self) is Range else "at least"
+            problem = f"high ({_number(self.high)}) must be {word} low ({_number(self.low)})"
             raise loader.field_error("high", problem)
         return self
 
 
-class Span(_Model):
+class Span(Range):
     """An integer span of a scope dimension (batch in requests, context in tokens)."""
 
     low: int = Field(ge=0)
     high: int = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Span:
-        if self.high < self.low:
-            problem = f"high ({self.high}) must not be below low ({self.low})"
-            raise loader.field_error("high", problem)
-        return self
 
     def text(self, sep: str = "-") -> str:
         """``8-256``, or ``8`` for a single value."""
@@ -195,8 +189,16 @@ class Claim(_Model):
 
     @property
     def value_text(self) -> str:
-        """The published figure with its unit, e.g. ``954,000 tok/s``."""
-        return format_value(self)
+        """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``."""
+        if self.values is not None:
+            low, high = (_number(x, self.signed) for x in (self.values.low, self.values.high))
+            if self.unit in ("1", "x") or self.unit.startswith("$/"):
+                return f"{_with_unit(low, self.unit)} to {_with_unit(high, self.unit)}"
+            return f"{low} to {high} {self.unit}"  # the spaced unit once, at the end
+        text = _with_unit(_number(self.value or 0, self.signed), self.unit)
+        if self.comparison == "bound":
+            return ("< " if self.direction == "upper" else "> ") + text
+        return text
 
 
 class Registry(_Model):
@@ -302,17 +304,3 @@ def _with_unit(number: str, unit: str) -> str:
         sign = number[0] if number[:1] in "+-" else ""
         return f"{sign}${number[len(sign) :]}/{unit[2:]}"
     return f"{number} {unit}"
-
-
-def format_value(claim: Claim) -> str:
-    """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``, ``7.9x``."""
-    if claim.values is not None:
-        low, high = (_number(x, claim.signed) for x in (claim.values.low, claim.values.high))
-        if claim.unit in ("1", "x") or claim.unit.startswith("$/"):
-            return f"{_with_unit(low, claim.unit)} to {_with_unit(high, claim.unit)}"
-        return f"{low} to {high} {claim.unit}"  # the spaced unit once, at the end
-    assert claim.value is not None  # guaranteed by validation
-    text = _with_unit(_number(claim.value, claim.signed), claim.unit)
-    if claim.comparison == "bound":
-        return ("< " if claim.direction == "upper" else "> ") + text
-    return text
