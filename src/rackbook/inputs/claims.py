@@ -175,17 +175,10 @@ class Claim(_Model):
     @property
     def figure_basis(self) -> basis_mod.Basis:
         """The claim's full basis: ``basis`` with model, hardware and GPU count from scope."""
-        s = self.scope
-        return basis_mod.make(
-            {
-                "model": s.model or basis_mod.UNKNOWN,
-                "hardware": s.hardware or basis_mod.UNKNOWN,
-                "gpu_count": s.gpu_count,
-                "engine": "vLLM",
-                **self.basis,
-            },
-            claim=True,
-        )
+        s, unknown = self.scope, basis_mod.UNKNOWN
+        own: dict[str, Any] = {"model": s.model or unknown, "hardware": s.hardware or unknown}
+        own |= {"gpu_count": s.gpu_count, "engine": "vLLM"}
+        return basis_mod.make(own | self.basis, claim=True)
 
     @property
     def value_text(self) -> str:

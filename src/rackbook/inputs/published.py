@@ -21,6 +21,7 @@ Role = Literal["measurement", "analogue", "context"]
 MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
 #: Basis parts a figure takes from its own fields.
 FROM_FIELDS = "model hardware gpu_count engine engine_version isl osl concurrency spec_method"
+_FIELD = {"gpu_count": "gpus", "spec_method": "speculative"}
 #: Where the registry lives.
 REGISTRY = "data/published/figures.yaml"
 
@@ -87,19 +88,9 @@ class Figure(loader.Strict):
     @property
     def figure_basis(self) -> basis_mod.Basis:
         """The figure's full basis (:class:`rackbook.core.basis.Basis`)."""
+        own = {k: getattr(self, _FIELD.get(k, k)) for k in FROM_FIELDS.split()}
         return basis_mod.make(
-            {
-                "model": self.model,
-                "hardware": self.hardware or basis_mod.NA,
-                "gpu_count": self.gpus,
-                "engine": self.engine or basis_mod.NA,
-                "engine_version": self.engine_version,
-                "isl": self.isl,
-                "osl": self.osl,
-                "concurrency": self.concurrency,
-                "spec_method": self.speculative,
-                **self.basis,
-            }
+            own | {k: own[k] or basis_mod.NA for k in ("hardware", "engine")} | self.basis
         )
 
 
