@@ -86,25 +86,21 @@ def _not_a_number(text: str) -> str:
     return ""
 
 
-def to_number(value: Any, spec: Spec) -> int | float:
-    """``value`` (text or parsed YAML/JSON) as ``spec``'s number in range; else ValueError."""
-    integer = spec.kind == "int"
-    if isinstance(value, str):
-        text = value.strip()
-        if len(text) > MAX_NUMBER_CHARS:
-            raise ValueError(f"{len(text):,} characters: a number has at most {MAX_NUMBER_CHARS}")
-        if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):  # also other scripts' digits
-            why = _not_a_number(text)
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        number: int | float = int(text, 10) if integer else float(text)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-        if value.bit_length() > 128:  # a YAML integer of many digits: never in range
-            raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
-    elif isinstance(value, float) and not integer:
-        number = value
-    else:
-        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
+def to_number(value: Any, spec: Spec, text: bool = True) -> int | float:
+    """``value`` (parsed YAML/JSON; text too unless not ``text``) as ``spec``'s number in range;
+    else ValueError."""
+    integer, number = spec.kind == "int", value
+    if isinstance(value, str) and text:
+        digits = value.strip()
+        if len(digits) > MAX_NUMBER_CHARS:
+            raise ValueError(f"{len(digits):,} characters: a number has at most {MAX_NUMBER_CHARS}")
+        if (_INT_TEXT if integer else _FLOAT_TEXT).match(digits):  # also other scripts' digits
+            number = int(digits, 10) if integer else float(digits)
+    if isinstance(number, bool) or not isinstance(number, int if integer else (int, float)):
+        why = _not_a_number(value.strip()) if isinstance(value, str) else ""
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+    if isinstance(value, int) and value.bit_length() > 128:  # a YAML integer of many digits
+        raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
     if isinstance(number, float):
         if not math.isfinite(number):
             raise ValueError(f"must be a finite number, got {_show(value)}")
@@ -133,11 +129,8 @@ def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
             if spec.nullable:
                 return None
             raise ValueError("must not be null (None)")
-        if spec.kind in ("int", "number") and not isinstance(value, str):
-            return to_number(value, spec)
         if spec.kind in ("int", "number"):  # text read from YAML is never a number
-            why = _not_a_number(value.strip())
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+            return to_number(value, spec, text=False)
         if spec.kind == "list":
             raise ValueError(f"expected a list, got {_show(value)}")
         return _check_text(value, spec)
