@@ -93,7 +93,7 @@ def _flag_specs() -> dict[str, dict[str, params.Spec]]:
     parser = cli.build_parser()
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     return {
-        verb: {a.dest: a.type.spec for a in sub._actions if hasattr(a.type, "spec")}
+        verb: {a.dest: a.type for a in sub._actions if isinstance(a.type, params.Spec)}
         for verb, sub in verbs.items()
     }
 

@@ -49,9 +49,9 @@ Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 
 def arg(flags: str, help: str, spec: params.Spec | None = None, **kw: Any) -> Arg:
-    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` types a number."""
+    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` reads a number."""
     if spec is not None:
-        kw["type"] = params.flag_type(spec)
+        kw["type"] = spec
     return tuple(flags.split()), {**kw, "help": help}
 
 

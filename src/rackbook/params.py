@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,15 @@ class Spec:
         low = f"over {_fmt(self.lo)} and" if self.lo_open else f"from {_fmt(self.lo)} to"
         high = "under " if self.hi_open else ("at most " if self.lo_open else "")
         return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
+
+    def __call__(self, text: str) -> Any:
+        """argparse ``type`` of a number flag: ``text`` read by :func:`to_number`."""
+        if text.strip().lower() in self.choices:  # a word a number flag also takes (unknown)
+            return text.strip().lower()
+        try:
+            return to_number(text, self)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fmt(x: float) -> str:
@@ -348,21 +357,6 @@ def _check_nodes(nodes: int, ep_size: int, ep_name: str, where: str, field: str)
 #: ``import --label KEY=VALUE``: the keys stored as integer columns and their ranges.
 LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "decode_ranks")}
 LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
-
-
-def flag_type(spec: Spec) -> Callable[[str], Any]:
-    """argparse ``type`` of a number flag declared by ``spec``."""
-
-    def parse(text: str) -> Any:
-        if text.strip().lower() in spec.choices:  # a word a number flag also takes (unknown)
-            return text.strip().lower()
-        try:
-            return to_number(text, spec)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
-    return parse
 
 
 def label(text: str) -> tuple[str, str]:
