@@ -13,7 +13,6 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +59,12 @@ def switch(flags: str, help: str) -> Arg:
     return arg(flags, help, action="store_true")
 
 
-@dataclass(frozen=True)
 class Verb:
-    """One verb: help, arguments, ``handler`` (``"module:function"``, imported when it runs),
-    whether it needs the checkout."""
+    """One verb: help, the ``module`` whose ``cli_VERB`` runs it (imported when it runs), its
+    arguments, whether it needs the checkout."""
 
-    help: str
-    args: tuple[Arg, ...]
-    handler: str
-    checkout: bool = True
+    def __init__(self, help: str, module: str, *args: Arg, checkout: bool = True) -> None:
+        self.help, self.module, self.args, self.checkout = help, module, args, checkout
 
 
 JSON_LAST = switch("--json", "print one JSON object last")
@@ -95,167 +91,150 @@ MODEL_HELP = (
 VERBS: dict[str, Verb] = {
     "import": Verb(
         "convert a benchmark result into a trace folder",
-        (
-            arg("format", "input format", choices=list(importers.REGISTRY)),
-            arg(
-                "input",
-                "vllm bench serve JSON (--save-result --save-detailed), offline-engine JSON, "
-                "InferenceX rows (JSON), MLPerf summary.csv or SGLang's benchmarks .jsx",
-            ),
-            arg("-o --output", "trace folder to write", required=True),
-            switch("--force", "replace a trace rackbook wrote at --output"),
-            arg("--model", "mlperf: keep only this Model's rows"),
-            arg("--engine", "offline-engine: engine label (default: the file's)"),
-            arg("--source-url", "published: the source file's URL"),
-            arg("--source-date", "published: date, YYYY-MM-DD"),
-            arg(
-                "--label",
-                "scenario key on every request row (repeatable)",
-                action="append",
-                type=params.label,
-                default=[],
-                metavar="KEY=VALUE",
-            ),
-            arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
-            arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
-            arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
+        "rackbook.cli",
+        arg("format", "input format", choices=list(importers.REGISTRY)),
+        arg(
+            "input",
+            "vllm bench serve JSON (--save-result --save-detailed), offline-engine JSON, "
+            "InferenceX rows (JSON), MLPerf summary.csv or SGLang's benchmarks .jsx",
         ),
-        handler="rackbook.cli:cli_import",
+        arg("-o --output", "trace folder to write", required=True),
+        switch("--force", "replace a trace rackbook wrote at --output"),
+        arg("--model", "mlperf: keep only this Model's rows"),
+        arg("--engine", "offline-engine: engine label (default: the file's)"),
+        arg("--source-url", "published: the source file's URL"),
+        arg("--source-date", "published: date, YYYY-MM-DD"),
+        arg(
+            "--label",
+            "scenario key on every request row (repeatable)",
+            action="append",
+            type=params.label,
+            default=[],
+            metavar="KEY=VALUE",
+        ),
+        arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
+        arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
+        arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
         checkout=False,
     ),
     "summarize": Verb(
         "vLLM-defined metrics of a trace",
-        (arg("trace", "trace folder"), JSON_LAST),
-        handler="rackbook.cli:cli_summarize",
+        "rackbook.cli",
+        arg("trace", "trace folder"),
+        JSON_LAST,
         checkout=False,
     ),
     "run": Verb(
         "execute a result's notebook with papermill",
-        (
-            arg("result", "result name, or 'all'"),
-            arg("--source", "trace (default) or live", choices=["trace", "live"]),
-            arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
-            arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
-            arg("--out", "output folder (default _build/executed)"),
-            *SPEED,
-        ),
-        handler="rackbook.book.runner:cli_run",
+        "rackbook.book.runner",
+        arg("result", "result name, or 'all'"),
+        arg("--source", "trace (default) or live", choices=["trace", "live"]),
+        arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
+        arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
+        arg("--out", "output folder (default _build/executed)"),
+        *SPEED,
     ),
     "list": Verb(
         "results, their claims and the latest verdicts",
-        (EXECUTED, JSON_INSTEAD),
-        handler="rackbook.book.runner:cli_list",
+        "rackbook.book.runner",
+        EXECUTED,
+        JSON_INSTEAD,
     ),
     "catalog": Verb(
         "the models and GPUs that check and kv-bytes know",
-        (JSON_INSTEAD,),
-        handler="rackbook.inputs.catalogs:cli_catalog",
+        "rackbook.inputs.catalogs",
+        JSON_INSTEAD,
     ),
     "book": Verb(
         "build the HTML book from executed notebooks",
-        (
-            EXECUTED,
-            arg("--traces", "a folder of your own traces: execute every result on them first"),
-            arg("--reuse", "with --traces: results already executed on the shipped traces"),
-            arg("--html", "HTML folder (default _build/html)", metavar="DIR"),
-            switch("--strict", "warnings are errors (-W -n)"),
-            *SPEED,
-        ),
-        handler="rackbook.book.build:cli_book",
+        "rackbook.book.build",
+        EXECUTED,
+        arg("--traces", "a folder of your own traces: execute every result on them first"),
+        arg("--reuse", "with --traces: results already executed on the shipped traces"),
+        arg("--html", "HTML folder (default _build/html)", metavar="DIR"),
+        switch("--strict", "warnings are errors (-W -n)"),
+        *SPEED,
     ),
     "kv-bytes": Verb(
         "global KV-cache bytes per token of a model",
-        (
-            arg("model", MODEL_HELP, type=_model_arg),
-            arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
-            JSON_LAST,
-            arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
-        ),
-        handler="rackbook.physics.roofline:cli_kv_bytes",
+        "rackbook.physics.roofline",
+        arg("model", MODEL_HELP, type=_model_arg),
+        arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
+        JSON_LAST,
+        arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
     ),
     "check": Verb(
         "the three readings of a throughput figure for a workload",
-        (
-            arg("--model", MODEL_HELP, required=True, type=_model_arg),
-            arg("--gpu", "GPU id in data/hardware.yaml", required=True),
-            arg("--gpus", "GPUs serving the claim", GPUS, required=True),
-            arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
-            arg(
-                "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
-            ),
-            arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
-            arg("--isl", "input tokens per request", TOK1),
-            arg("--osl", "output tokens per request", TOK1),
-            arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
-            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
-            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
-            arg("--batch", "the same as --concurrency", SEQS),
-            arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
-            arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
-            arg("--trace", "a trace folder for the this-run reading"),
-            arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
-            arg("--precision", "routed experts' dtype (default: smallest)", choices=KV_DTYPES),
-            arg("--engine", "serving engine of the figure (recorded in the basis)"),
-            arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
-            arg("--calibration", "calibration folder (default: the shipped H200 one)"),
-            arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
-            arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
-            arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
-            JSON_LAST,
-        ),
-        handler="rackbook.results.claim_check:cli_check",
+        "rackbook.results.claim_check",
+        arg("--model", MODEL_HELP, required=True, type=_model_arg),
+        arg("--gpu", "GPU id in data/hardware.yaml", required=True),
+        arg("--gpus", "GPUs serving the claim", GPUS, required=True),
+        arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
+        arg("--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]),
+        arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
+        arg("--isl", "input tokens per request", TOK1),
+        arg("--osl", "output tokens per request", TOK1),
+        arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
+        arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
+        arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
+        arg("--batch", "the same as --concurrency", SEQS),
+        arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
+        arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
+        arg("--trace", "a trace folder for the this-run reading"),
+        arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
+        arg("--precision", "routed experts' dtype (default: smallest)", choices=KV_DTYPES),
+        arg("--engine", "serving engine of the figure (recorded in the basis)"),
+        arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
+        arg("--calibration", "calibration folder (default: the shipped H200 one)"),
+        arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
+        arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
+        arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
+        JSON_LAST,
     ),
     "validate": Verb(
         "the expected throughput against every published measurement",
-        (JSON_LAST, switch("--fit", "refit on the published points (expected-fit.yaml) first")),
-        handler="rackbook.results.validation:cli_validate",
+        "rackbook.results.validation",
+        JSON_LAST,
+        switch("--fit", "refit on the published points (expected-fit.yaml) first"),
     ),
     "eplb": Verb(
         "balancedness before and after EPLB for expert loads",
-        (
-            arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
-            arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
-            arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
-            arg("--groups", "expert groups", KINDS["groups"], default=1),
-            arg("--nodes", "nodes", KINDS["nodes"], default=1),
-            JSON_LAST,
-        ),
-        handler="rackbook.physics.eplb:cli_eplb",
+        "rackbook.physics.eplb",
+        arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
+        arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
+        arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
+        arg("--groups", "expert groups", KINDS["groups"], default=1),
+        arg("--nodes", "nodes", KINDS["nodes"], default=1),
+        JSON_LAST,
         checkout=False,
     ),
     "record": Verb(
         "record a scenario from real vLLM servers (live mode: make live-setup)",
-        (
-            arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
-            arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
-            arg("--serve", "arguments for `vllm serve` to start one"),
-            arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
-            arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
-            switch("--resume", "keep the points finished in --output; record the rest"),
-            switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
-            switch("--no-progress", "no progress bars"),
-        ),
-        handler="rackbook.live:cli_record",
+        "rackbook.live",
+        arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
+        arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
+        arg("--serve", "arguments for `vllm serve` to start one"),
+        arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
+        arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
+        switch("--resume", "keep the points finished in --output; record the rest"),
+        switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
+        switch("--no-progress", "no progress bars"),
     ),
     "calibrate": Verb(
         "time the model's kernels with torch on this device (a calibration folder)",
-        (
-            arg("--device", "default cuda", choices=["cuda", "cpu"]),
-            arg("-o --output", "calibration folder to write"),
-            arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
-            switch("--quick", "fewer sizes (a smoke run)"),
-            arg("--save-json", "also write the rows as JSON", metavar="FILE"),
-            arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
-        ),
-        handler="rackbook.cli:cli_calibrate",
+        "rackbook.cli",
+        arg("--device", "default cuda", choices=["cuda", "cpu"]),
+        arg("-o --output", "calibration folder to write"),
+        arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
+        switch("--quick", "fewer sizes (a smoke run)"),
+        arg("--save-json", "also write the rows as JSON", metavar="FILE"),
+        arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
     ),
     "recipes": Verb(
         "generate cluster recipes from the topology file",
-        (
-            arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
-            arg("-o --output", "recipes folder (default env/cluster/generated)"),
-        ),
-        handler="rackbook.cluster.recipes:cli_recipes",
+        "rackbook.cluster.recipes",
+        arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
+        arg("-o --output", "recipes folder (default env/cluster/generated)"),
     ),
 }
 #: ``--max-input-mb``, an option of every verb.
@@ -458,8 +437,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         verb = VERBS[args.verb]
         if verb.checkout:
             paths.require_checkout()
-        module, handler = verb.handler.split(":")
-        return int(getattr(importlib.import_module(module), handler)(args) or 0)
+        handler = "cli_" + args.verb.replace("-", "_")
+        return int(getattr(importlib.import_module(verb.module), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
