@@ -156,9 +156,10 @@ class Scenario:
 
     def _pt(self, *sizes: int, point_id: str, **kw: Any) -> PlanPoint:
         """A point of ``sizes`` (input_len, output_len, num_prompts, concurrency), config the
-        served model and ``seed`` unless ``kw`` says, labelled engine vllm-serve."""
+        served model and ``seed`` unless ``kw`` says, labelled engine vllm-serve and ``labels``."""
         config, seed = kw.pop("config", self.served_model_name), kw.pop("seed", self.seed)
-        labels = (("engine", "vllm-serve"), *kw.pop("labels", ()))
+        named = {"engine": "vllm-serve", **kw.pop("labels", {})}
+        labels = tuple((k, str(v)) for k, v in named.items())
         i, o, n, c = sizes
         return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
 
@@ -197,7 +198,7 @@ class DecodeParity(Scenario):
                 self.prompts_per_batch * b * r,
                 b * r,  # client concurrency: b requests on each decode rank
                 point_id=self.point_id("serve", b),
-                labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
+                labels={"batch_size": b, "decode_ranks": r},
                 raw_name=f"b{b}.json",
             )
             for b in self.batch_sizes
@@ -221,15 +222,10 @@ class ContextLatency(Scenario):
     IN_FLIGHT: ClassVar[tuple[str, ...]] = ("concurrency",)
 
     def phases(self) -> list[Phase]:
+        sizes = (self.output_len, self.num_requests, self.concurrency)
         return self._serve(
             self._pt(
-                n,
-                self.output_len,
-                self.num_requests,
-                self.concurrency,
-                point_id=f"ctx-{n}",
-                seed=self.seed + k,
-                labels=(("context_tokens", str(n)),),
+                n, *sizes, point_id=f"ctx-{n}", seed=self.seed + k, labels={"context_tokens": n}
             )
             for k, n in enumerate(self.context_lengths)
         )
@@ -341,7 +337,7 @@ class RackScaling(Scenario):
             seed=self.seed + 16 * k,
             prefix_len=self.prefix_len,
             shards=1 if gpus else int(config.removesuffix("x")),
-            labels=(("num_gpus", str(gpus)),) if gpus else (),
+            labels={"num_gpus": gpus} if gpus else {},
         )
 
     def phases(self) -> list[Phase]:
