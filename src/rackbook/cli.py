@@ -71,7 +71,7 @@ JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
 KV_DTYPES = list(params.KV_DTYPES)
-KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.int_range, params.num_range
+KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.INT, params.NUM
 GPUS, SEQS = ints(1, 1_048_576, "GPUs"), num(1, limits.BOUNDS["batch"], "sequences")
 TOK0, TOK1 = num(0, TOKENS, "tokens"), num(1, TOKENS, "tokens")
 SHARE = num(0, 1, "fraction", hi_open=True, choices=("unknown",))

@@ -168,18 +168,8 @@ def _check_text(value: Any, spec: Spec) -> str:
 #: Kinds whose values are catalog ids (:mod:`rackbook.inputs.catalogs`).
 CATALOG = ("model", "gpu", "system", "price")
 
-
-def int_range(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
-    """Integers ``lo``..``bound`` (a number or a :data:`BOUNDS` name) in ``unit``."""
-    hi = BOUNDS[bound] if isinstance(bound, str) else bound
-    return Spec("int", lo, hi, unit, **kw)
-
-
-def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
-    """Numbers ``lo``..``hi`` in ``unit``."""
-    return Spec("number", lo, hi, unit, **kw)
-
-
+#: Integer and number :class:`Spec` of ``(lo, hi, unit, ...)``.
+INT, NUM = functools.partial(Spec, "int"), functools.partial(Spec, "number")
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
@@ -193,28 +183,28 @@ KINDS: dict[str, Spec] = {
     ),
     "stat": Spec("choice", choices=("median", "mean", "pooled")),
     "kv_dtype": Spec("choice", choices=KV_DTYPES),
-    "tokens": int_range(1, TOKENS, "tokens"),
-    "context": int_range(0, TOKENS, "tokens"),
-    "gpus": int_range(1, "gpus", "GPUs"),
-    "replicas": int_range(1, "gpus", "replicas"),
-    "decode_ranks": int_range(1, "decode_ranks", "ranks"),
-    "ep_size": int_range(1, "ep_size", "ranks"),
-    "redundant": int_range(0, "redundant", "experts"),
-    "concurrency": int_range(1, "concurrency", "requests"),
-    "requests": int_range(1, "requests", "requests"),
-    "groups": int_range(1, "groups", "groups"),
-    "nodes": int_range(1, "nodes", "nodes"),
-    "windows": int_range(1, "layers", "windows"),
-    "layer": int_range(0, BOUNDS["layers"] - 1, "layer"),
-    "batch_size": int_range(1, "batch_size", "sequences per decode rank"),
-    "batch": int_range(1, "batch", "sequences per GPU"),
-    "skew": num_range(0, 10, "Zipf exponent"),
-    "fraction": num_range(0, 1, "fraction"),
-    "utilization": num_range(0, 1, "fraction", lo_open=True),
-    "percent": num_range(0, 1000, "%", lo_open=True),
-    "tok_s": num_range(0, 1e12, "tokens/s", lo_open=True),
-    "bytes": num_range(0, 1e15, "bytes", lo_open=True),
-    "acceptance": num_range(1, 64, "tokens per step"),
+    "tokens": INT(1, TOKENS, "tokens"),
+    "context": INT(0, TOKENS, "tokens"),
+    "gpus": INT(1, BOUNDS["gpus"], "GPUs"),
+    "replicas": INT(1, BOUNDS["gpus"], "replicas"),
+    "decode_ranks": INT(1, BOUNDS["decode_ranks"], "ranks"),
+    "ep_size": INT(1, BOUNDS["ep_size"], "ranks"),
+    "redundant": INT(0, BOUNDS["redundant"], "experts"),
+    "concurrency": INT(1, BOUNDS["concurrency"], "requests"),
+    "requests": INT(1, BOUNDS["requests"], "requests"),
+    "groups": INT(1, BOUNDS["groups"], "groups"),
+    "nodes": INT(1, BOUNDS["nodes"], "nodes"),
+    "windows": INT(1, BOUNDS["layers"], "windows"),
+    "layer": INT(0, BOUNDS["layers"] - 1, "layer"),
+    "batch_size": INT(1, BOUNDS["batch_size"], "sequences per decode rank"),
+    "batch": INT(1, BOUNDS["batch"], "sequences per GPU"),
+    "skew": NUM(0, 10, "Zipf exponent"),
+    "fraction": NUM(0, 1, "fraction"),
+    "utilization": NUM(0, 1, "fraction", lo_open=True),
+    "percent": NUM(0, 1000, "%", lo_open=True),
+    "tok_s": NUM(0, 1e12, "tokens/s", lo_open=True),
+    "bytes": NUM(0, 1e15, "bytes", lo_open=True),
+    "acceptance": NUM(1, 64, "tokens per step"),
 }
 _TYPE = re.compile(r"(\w+)([+*]?)(\??)")
 
