@@ -180,6 +180,7 @@ class HardwareCatalog(Strict):
     systems: dict[str, SystemSpec]
     prices: dict[str, PriceSpec] = {}
     token_prices: dict[str, TokenPriceSpec] = {}
+    _file: str = PrivateAttr(default="-")
 
     @model_validator(mode="after")
     def _ids_and_gpus(self) -> HardwareCatalog:
@@ -361,13 +362,9 @@ class ModelSpec(Strict):
         return own if own is not None else self.params.active
 
 
-def _hardware_path(path: str | Path | None) -> Path:
-    return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
-
-
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
-    return loader.load(HardwareCatalog, _hardware_path(path))
+    return loader.load(HardwareCatalog, paths.DATA / "hardware.yaml" if path is None else path)
 
 
 def _folded(entries: dict[str, Any], key: str) -> str:
@@ -380,10 +377,10 @@ def _required(model: type[Strict]) -> str:
 
 
 def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -> Any:
-    entries = getattr(load_hardware(path), section)
+    cat = load_hardware(path)
+    entries, shown = getattr(cat, section), cat._file
     key = _folded(entries, key)
     if key not in entries:
-        shown = loader.display_path(_hardware_path(path))
         fields = _required(get_args(HardwareCatalog.model_fields[section].annotation)[1])
         raise InputError(
             shown,
