@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, get_args
+from typing import Annotated, Any, ClassVar, Generic, Literal, Self, TypeVar, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -21,6 +21,7 @@ from rackbook.inputs import loader
 from rackbook.inputs.loader import Strict, field_error
 
 Precision = Literal["fp4", "fp8", "bf16"]
+T = TypeVar("T")
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 PosInt = Annotated[int, Field(gt=0)]
@@ -66,12 +67,12 @@ class _Sourced(Strict):
         return self
 
 
-class DenseFlops(Strict):
-    """Dense FLOP/s per GPU by precision; ``None`` where the GPU lacks it."""
+class ByPrecision(Strict, Generic[T]):
+    """One entry per precision (dense FLOP/s per GPU, KV row formats); ``None`` where absent."""
 
-    fp4: GpuFlops | None
-    fp8: GpuFlops | None
-    bf16: GpuFlops | None
+    fp4: T | None
+    fp8: T | None
+    bf16: T | None
 
 
 class GpuSpec(_Sourced):
@@ -87,7 +88,7 @@ class GpuSpec(_Sourced):
     host_memory_bytes: MemBytes | None = None
     host_memory_source: Url | None = None
     hbm_bandwidth_bytes_per_s: HbmBw
-    dense_flops: DenseFlops
+    dense_flops: ByPrecision[GpuFlops]
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
     sources: Urls
@@ -280,12 +281,6 @@ class RowFormats(Strict):
     indexer: RowFormat
 
 
-class KvRowFormats(Strict):
-    fp4: RowFormats | None
-    fp8: RowFormats | None
-    bf16: RowFormats | None
-
-
 class KvRelative(Strict):
     model: Text
     factor: PosFloat
@@ -299,7 +294,7 @@ class KvCache(Strict):
     owning_layers: list[NonNegInt] | None
     compression_ratios: list[PosInt] | None
     consumers: list[PosInt] | None = None
-    row_formats: KvRowFormats | None
+    row_formats: ByPrecision[RowFormats] | None
     relative_to: KvRelative | None
     source: Url
 
