@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs import loader
 from rackbook.inputs.catalogs import PriceKind, Text, Url
@@ -75,15 +76,9 @@ class Scope(_Model):
     def summary(self) -> str:
         """One line such as ``DeepSeek-V4.1-Flash · GB300 NVL72 · 72 GPUs``."""
         n, batch, ctx = self.gpu_count, self.batch_sizes, self.context_tokens
-        parts: list[str | None] = [
-            self.model,
-            self.hardware,
-            None if n is None else f"{n} GPU" + ("s" if n != 1 else ""),
-            None if batch is None else f"batch {batch.text()}",
-            None if ctx is None else f"context {ctx.text(' -> ')} tokens",
-            self.precision,
-        ]
-        return " · ".join(p for p in parts if p) or "not stated"
+        parts: list[Any] = [self.model, self.hardware, n and plural(n, "GPU")]
+        parts += [batch and f"batch {batch.text()}", ctx and f"context {ctx.text(' -> ')} tokens"]
+        return " · ".join(p for p in [*parts, self.precision] if p) or "not stated"
 
 
 class Metric(_Model):
@@ -105,10 +100,9 @@ class ClaimSource(_Model):
 
     @model_validator(mode="after")
     def _status_matches_primary(self) -> ClaimSource:
-        if self.status == "not-located" and self.primary is not None:
-            raise loader.field_error("primary", "must be null when status is not-located")
-        if self.status != "not-located" and self.primary is None:
-            raise loader.field_error("primary", f"a URL is required when status is {self.status}")
+        if (self.status == "not-located") != (self.primary is None):
+            why = "must be null" if self.primary else "a URL is required"
+            raise loader.field_error("primary", f"{why} when status is {self.status}")
         return self
 
 

@@ -278,9 +278,8 @@ def validate(model: type[M], raw: Any, file: str | Path) -> M:
     try:
         obj = model.model_validate(raw)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        first, *rest = exc.errors()
+        more = f" (+{len(rest)} more)" if rest else ""
         raise InputError(file, _field_path(raw, first), problem_text(first) + more) from None
     if "_file" in model.__private_attributes__:  # what errors about the entry name
         setattr(obj, "_file", file)  # noqa: B010 - a private attribute mypy does not see
