@@ -278,17 +278,14 @@ def _fail(message: str, code: int) -> int:
 
 
 #: How each stop signal ends the line.
-SIGNAL_WORDS: dict[int, str] = {
-    signal.SIGINT: "interrupted",
-    signal.SIGTERM: "terminated",
-    signal.SIGHUP: "hung up",
-    signal.SIGQUIT: "quit",
-}
+SIGNAL_WORDS = dict(
+    zip(STOP_SIGNALS, ("interrupted", "terminated", "hung up", "quit"), strict=True)
+)
 
 
 def _interrupted(exc: BaseException | None = None) -> int:
-    sig = _signalled[0] if _signalled else getattr(exc, "signum", signal.SIGINT)
-    name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({signal.Signals(sig).name})"
+    sig = signal.Signals(_signalled[0] if _signalled else getattr(exc, "signum", signal.SIGINT))
+    name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({sig.name})"
     return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
 
 
