@@ -67,6 +67,14 @@ class _Sourced(Strict):
         return self
 
 
+class _Entry(_Sourced):
+    """A hardware catalog entry: its id (the key it is listed under), name and sources."""
+
+    id: str = ""
+    name: Text
+    sources: Urls
+
+
 class ByPrecision(Strict, Generic[T]):
     """One entry per precision (dense FLOP/s per GPU, KV row formats); ``None`` where absent."""
 
@@ -75,12 +83,10 @@ class ByPrecision(Strict, Generic[T]):
     bf16: T | None
 
 
-class GpuSpec(_Sourced):
+class GpuSpec(_Entry):
     """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
     memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
 
-    id: str = ""
-    name: Text
     hbm_capacity_bytes: MemBytes
     hbm_capacity_bytes_max: MemBytes | None = None
     hbm_reported_bytes: MemBytes | None = None
@@ -91,7 +97,6 @@ class GpuSpec(_Sourced):
     dense_flops: ByPrecision[GpuFlops]
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
-    sources: Urls
     SOURCED = dict(hbm_reported_bytes="hbm_reported_source", host_memory_bytes="host_memory_source")
 
     @property
@@ -116,11 +121,9 @@ class GpuSpec(_Sourced):
         raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
-class SystemSpec(_Sourced):
+class SystemSpec(_Entry):
     """A group of identical GPUs (a rack, a tray, a board); NIC bandwidth per GPU each way."""
 
-    id: str = ""
-    name: Text
     gpu: Text
     gpus: PosInt
     trays: PosInt | None
@@ -129,7 +132,6 @@ class SystemSpec(_Sourced):
     nvlink_bandwidth_bytes_per_s: PosFloat | None
     nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
     nic_source: Url | None = None
-    sources: Urls
     SOURCED = {"nic_bandwidth_bytes_per_s_per_gpu": "nic_source"}
 
     @model_validator(mode="after")
@@ -144,29 +146,23 @@ class SystemSpec(_Sourced):
 PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
 
 
-class PriceSpec(Strict):
+class PriceSpec(_Entry):
     """A price of one GPU-hour (US dollars) and what it is."""
 
-    id: str = ""
-    name: Text
     kind: PriceKind
     gpu: Text
     usd_per_gpu_hour: PosFloat
     approximate: bool = False
     notes: str | None = None
-    sources: Urls
 
 
-class TokenPriceSpec(Strict):
+class TokenPriceSpec(_Entry):
     """A cost calculator's prices (US dollars per million tokens), read on ``read``."""
 
-    id: str = ""
-    name: Text
     usd_per_m_uncached: PosFloat
     usd_per_m_cached: Annotated[float, Field(ge=0)]
     read: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
     notes: str | None = None
-    sources: Urls
 
     @model_validator(mode="after")
     def _cached_below_uncached(self) -> TokenPriceSpec:
