@@ -373,12 +373,9 @@ def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -
     key = _folded(entries, key)
     if key not in entries:
         fields = _required(get_args(HardwareCatalog.model_fields[section].annotation)[1])
-        raise InputError(
-            shown,
-            f"{section}.{key}",
-            f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
-            f"under {section}: in {shown} with the fields {fields}",
-        )
+        problem = f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
+        problem += f"under {section}: in {shown} with the fields {fields}"
+        raise InputError(shown, f"{section}.{key}", problem)
     return entries[key]
 
 
@@ -451,13 +448,9 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
         what = " (a Hugging Face id)" if is_hf_id(text) else ""
         slug = text.rsplit("/", 1)[-1].lower()
         new = f"{shown}/{slug}.yaml" if re.fullmatch(r"[\w.-]{1,96}", slug) else f"{shown}/ID.yaml"
-        raise InputError(
-            shown,
-            "model",
-            f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add it, "
-            f"write {new} with the fields {_required(ModelSpec)} (copy a known "
-            "model's file and change what differs)",
-        )
+        problem = f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add "
+        problem += f"it, write {new} with the fields {_required(ModelSpec)} (copy a known model's "
+        raise InputError(shown, "model", problem + "file and change what differs)")
     spec = loader.load(ModelSpec, paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
