@@ -386,19 +386,13 @@ def cli_summarize(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(doc, allow_nan=False))
             return 0
-        if (path / "expert_load.parquet").is_file():
-            raise InputError(
-                path,
-                "requests.parquet",
-                "no requests: this trace holds expert loads (`rackbook eplb "
-                f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
-            )
-        raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
+        loads = path / "expert_load.parquet"
+        why = f"this trace holds expert loads (`rackbook eplb {loads} --ep-size N` reads them)"
+        why = why if loads.is_file() else "an empty trace has no metrics"
+        raise InputError(path, "requests.parquet", f"no requests: {why}")
     s = summary.summarize_path(args.trace)
-    if args.json:
-        print(json.dumps(s.to_dict(), allow_nan=False, default=str))
-    else:
-        print(summary.format_summary(s))
+    text = json.dumps(s.to_dict(), allow_nan=False, default=str) if args.json else None
+    print(text or summary.format_summary(s))
     return 0
 
 
