@@ -60,8 +60,8 @@ def switch(flags: str, help: str) -> Arg:
 
 
 class Verb:
-    """One verb: help, the ``module`` whose ``cli_VERB`` runs it (imported when it runs), its
-    arguments, whether it needs the checkout."""
+    """One verb: help, the module (under ``rackbook``) whose ``cli_VERB`` runs it (imported when it
+    runs), its arguments, whether it needs the checkout."""
 
     def __init__(self, help: str, module: str, *args: Arg, checkout: bool = True) -> None:
         self.help, self.module, self.args, self.checkout = help, module, args, checkout
@@ -91,7 +91,7 @@ MODEL_HELP = (
 VERBS: dict[str, Verb] = {
     "import": Verb(
         "convert a benchmark result into a trace folder",
-        "rackbook.cli",
+        "cli",
         arg("format", "input format", choices=list(importers.REGISTRY)),
         arg(
             "input",
@@ -119,14 +119,14 @@ VERBS: dict[str, Verb] = {
     ),
     "summarize": Verb(
         "vLLM-defined metrics of a trace",
-        "rackbook.cli",
+        "cli",
         arg("trace", "trace folder"),
         JSON_LAST,
         checkout=False,
     ),
     "run": Verb(
         "execute a result's notebook with papermill",
-        "rackbook.book.runner",
+        "book.runner",
         arg("result", "result name, or 'all'"),
         arg("--source", "trace (default) or live", choices=["trace", "live"]),
         arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
@@ -135,19 +135,14 @@ VERBS: dict[str, Verb] = {
         *SPEED,
     ),
     "list": Verb(
-        "results, their claims and the latest verdicts",
-        "rackbook.book.runner",
-        EXECUTED,
-        JSON_INSTEAD,
+        "results, their claims and the latest verdicts", "book.runner", EXECUTED, JSON_INSTEAD
     ),
     "catalog": Verb(
-        "the models and GPUs that check and kv-bytes know",
-        "rackbook.inputs.catalogs",
-        JSON_INSTEAD,
+        "the models and GPUs that check and kv-bytes know", "inputs.catalogs", JSON_INSTEAD
     ),
     "book": Verb(
         "build the HTML book from executed notebooks",
-        "rackbook.book.build",
+        "book.build",
         EXECUTED,
         arg("--traces", "a folder of your own traces: execute every result on them first"),
         arg("--reuse", "with --traces: results already executed on the shipped traces"),
@@ -157,7 +152,7 @@ VERBS: dict[str, Verb] = {
     ),
     "kv-bytes": Verb(
         "global KV-cache bytes per token of a model",
-        "rackbook.physics.roofline",
+        "physics.roofline",
         arg("model", MODEL_HELP, type=_model_arg),
         arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
         JSON_LAST,
@@ -165,7 +160,7 @@ VERBS: dict[str, Verb] = {
     ),
     "check": Verb(
         "the three readings of a throughput figure for a workload",
-        "rackbook.results.claim_check",
+        "results.claim_check",
         arg("--model", MODEL_HELP, required=True, type=_model_arg),
         arg("--gpu", "GPU id in data/hardware.yaml", required=True),
         arg("--gpus", "GPUs serving the claim", GPUS, required=True),
@@ -193,13 +188,13 @@ VERBS: dict[str, Verb] = {
     ),
     "validate": Verb(
         "the expected throughput against every published measurement",
-        "rackbook.results.validation",
+        "results.validation",
         JSON_LAST,
         switch("--fit", "refit on the published points (expected-fit.yaml) first"),
     ),
     "eplb": Verb(
         "balancedness before and after EPLB for expert loads",
-        "rackbook.physics.eplb",
+        "physics.eplb",
         arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
         arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
         arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
@@ -210,7 +205,7 @@ VERBS: dict[str, Verb] = {
     ),
     "record": Verb(
         "record a scenario from real vLLM servers (live mode: make live-setup)",
-        "rackbook.live",
+        "live",
         arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
         arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
         arg("--serve", "arguments for `vllm serve` to start one"),
@@ -222,7 +217,7 @@ VERBS: dict[str, Verb] = {
     ),
     "calibrate": Verb(
         "time the model's kernels with torch on this device (a calibration folder)",
-        "rackbook.cli",
+        "cli",
         arg("--device", "default cuda", choices=["cuda", "cpu"]),
         arg("-o --output", "calibration folder to write"),
         arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
@@ -232,7 +227,7 @@ VERBS: dict[str, Verb] = {
     ),
     "recipes": Verb(
         "generate cluster recipes from the topology file",
-        "rackbook.cluster.recipes",
+        "cluster.recipes",
         arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
         arg("-o --output", "recipes folder (default env/cluster/generated)"),
     ),
@@ -429,7 +424,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         if verb.checkout:
             paths.require_checkout()
         handler = "cli_" + args.verb.replace("-", "_")
-        return int(getattr(importlib.import_module(verb.module), handler)(args) or 0)
+        return int(getattr(importlib.import_module(f"rackbook.{verb.module}"), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
             return _interrupted(exc)
