@@ -26,10 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         flag, sep, problem = message.partition(": ")
+        line = f"{self.prog}: arguments: {message}"
         if flag.startswith("argument ") and sep:
             line = f"-: {flag.removeprefix('argument ')}: {problem}"
-        else:
-            line = f"{self.prog}: arguments: {message}"
         sys.stderr.write(f"error: {one_line(line)}\n")
         raise SystemExit(2)
 
@@ -333,17 +332,12 @@ def cli_calibrate(args: argparse.Namespace) -> int:
 
 def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
     """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
-    gpu, count = args.gpu, args.gpus
-    if gpu is None and count is None:
+    if args.gpu is None:  # --gpu and --gpus come together (params.check_args)
         return None
-    if gpu is None or count is None:
-        given, missing = ("--gpu", "--gpus N") if count is None else ("--gpus", "--gpu ID")
-        raise InputError("-", given, f"needs {missing} too: declare the GPU and how many")
-    from rackbook.inputs import catalogs, loader
+    from rackbook.inputs import catalogs
 
-    spec = catalogs.gpu(gpu)
-    shown = loader.display_path(paths.DATA / "hardware.yaml")
-    return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(count), str(shown))
+    spec, shown = catalogs.gpu(args.gpu), catalogs.load_hardware()._file
+    return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(args.gpus), shown)
 
 
 def cli_import(args: argparse.Namespace) -> int:

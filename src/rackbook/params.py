@@ -368,3 +368,6 @@ def check_args(args: argparse.Namespace) -> None:
         _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
+    if args.verb == "import" and (args.gpu is None) != (args.gpus is None):
+        given, missing = ("--gpu", "--gpus N") if args.gpus is None else ("--gpus", "--gpu ID")
+        raise InputError("-", given, f"needs {missing} too: declare the GPU and how many")
