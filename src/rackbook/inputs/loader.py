@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -99,12 +99,9 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
+        problem = f"duplicate key {key!r}" if isinstance(key, Hashable) and key in seen else ""
+        if not isinstance(key, Hashable):
             problem = f"a mapping key must be text or a number, not a {type(key).__name__}"
-        else:
-            problem = f"duplicate key {key!r}" if key in seen else ""
         if problem:
             raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         seen.add(key)
@@ -123,11 +120,10 @@ _ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
 
 
 def _shallow(text: str) -> bool:
-    depth = deepest = 0
+    depth = 0
     for c in _BRACKETS.sub("", text):
         depth += 1 if c in "[{" else -1
-        deepest = max(deepest, depth)
-        if deepest > _SHALLOW_DEPTH:
+        if depth > _SHALLOW_DEPTH:
             return False
     indent = max((len(m) for m in _INDENT.findall(text)), default=0)
     return indent // 2 <= _SHALLOW_DEPTH
