@@ -77,8 +77,6 @@ class Scenario:
     warmup: bool = True
 
     name: ClassVar[str] = ""
-    #: parameters whose value is a comma-separated list of these strings (not integers)
-    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {}
     NOTE: ClassVar[str] = ""  # for run.json
     #: Token counts one sequence holds (a list: its largest); max_model_len holds their sum.
     HOLDS: ClassVar[tuple[str, ...]] = ("input_len", "output_len")
@@ -94,11 +92,10 @@ class Scenario:
             if name not in fields:
                 raise _bad(name, f"unknown parameter; known: {', '.join(fields)}")
             default, text = fields[name].default, str(text)
-            if name in cls.STR_LISTS:
+            if isinstance(default, tuple) and isinstance(default[0], str):  # a subset of these
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
-                allowed = cls.STR_LISTS[name]
-                if not vals or any(v not in allowed for v in vals):
-                    raise _bad(name, f"comma-separated subset of {','.join(allowed)}")
+                if not vals or any(v not in default for v in vals):
+                    raise _bad(name, f"comma-separated subset of {','.join(default)}")
                 kw[name] = vals
             elif isinstance(default, tuple):
                 kw[name] = _ints(name, text)
@@ -183,7 +180,6 @@ class DecodeParity(Scenario):
     engines: tuple[str, ...] = ("serve", "offline")
 
     name: ClassVar[str] = "decode-parity"
-    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {"engines": ("serve", "offline")}
     IN_FLIGHT: ClassVar[tuple[str, ...]] = ("batch_sizes",)
 
     def point_id(self, engine: str, batch: int) -> str:
