@@ -19,16 +19,6 @@ def _bad(name: str, problem: str) -> InputError:
     return InputError("-p", name, problem)
 
 
-def _ints(name: str, text: str) -> tuple[int, ...]:
-    try:
-        vals = tuple(int(x) for x in str(text).split(",") if x.strip())
-    except ValueError:
-        raise _bad(name, f"{text!r} is not a comma-separated list of integers") from None
-    if not vals or min(vals) <= 0:
-        raise _bad(name, "needs at least one value, all > 0")
-    return vals
-
-
 @dataclass(frozen=True)
 class PlanPoint:
     """One measured window: ``shards`` bench clients (one per replica) at once; each prompt
@@ -98,7 +88,14 @@ class Scenario:
                     raise _bad(name, f"comma-separated subset of {','.join(default)}")
                 kw[name] = vals
             elif isinstance(default, tuple):
-                kw[name] = _ints(name, text)
+                try:
+                    kw[name] = tuple(int(x) for x in text.split(",") if x.strip())
+                except ValueError:
+                    raise _bad(
+                        name, f"{text!r} is not a comma-separated list of integers"
+                    ) from None
+                if not kw[name] or min(kw[name]) <= 0:
+                    raise _bad(name, "needs at least one value, all > 0")
             elif isinstance(default, bool):
                 if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
                     raise _bad(name, f"{text!r} is not a boolean")
