@@ -330,23 +330,18 @@ def cli_calibrate(args: argparse.Namespace) -> int:
     return calibrate.cli_calibrate(args, catalog)
 
 
-def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
-    """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
-    if args.gpu is None:  # --gpu and --gpus come together (params.check_args)
-        return None
-    from rackbook.inputs import catalogs
-
-    spec, shown = catalogs.gpu(args.gpu), catalogs.load_hardware()._file
-    return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(args.gpus), shown)
-
-
 def cli_import(args: argparse.Namespace) -> int:
     """``rackbook import FORMAT FILE -o TRACE``: options checked, the output folder locked once
     replaceable (``--force``; never the input), then the format's importer writes it."""
     from rackbook.core import fsio
 
     given = {k: getattr(args, k) for k in ("kind", "engine", "model", "source_url", "source_date")}
-    options = importers.Options(hardware=_declared_gpus(args), labels=dict(args.label), **given)
+    if args.gpu is not None:  # with --gpus (params.check_args): looked up in the catalog
+        from rackbook.inputs import catalogs
+
+        g, shown = catalogs.gpu(args.gpu), catalogs.load_hardware()._file
+        given["hardware"] = importers.DeclaredGpus(g.id, g.label, g.name, int(args.gpus), shown)
+    options = importers.Options(labels=dict(args.label), **given)
     importers.check_options(args.format, args.input, options)
     out = fsio.check_output_folder(Path(args.output), "-o")
     with fsio.output_lock(out, "-o"):
