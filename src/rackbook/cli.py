@@ -277,12 +277,6 @@ SIGNAL_WORDS = dict(
 )
 
 
-def _interrupted(exc: BaseException | None = None) -> int:
-    sig = signal.Signals(_signalled[0] if _signalled else getattr(exc, "signum", signal.SIGINT))
-    name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({sig.name})"
-    return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; returns the exit code (module docstring). Every way out is one line."""
     _signalled.clear()
@@ -380,18 +374,6 @@ def cli_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Options that name a file or folder (argparse dests).
-PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
-
-
-def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    for dest in PATH_OPTIONS.split():
-        value = getattr(args, dest, None)
-        if isinstance(value, str) and not value.strip():
-            flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
-            raise InputError("''", flag, "an empty path: name a file or folder")
-
-
 #: Errors of the input, not bugs: (type, text its message holds, the line).
 BAD_INPUT: tuple[tuple[type[BaseException], str, str], ...] = (
     (RecursionError, "", "-: -: input nested too deeply to read (RecursionError)"),
@@ -408,7 +390,6 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         args = parse(argv)
         limits.set_max_input_mb(args.max_input_mb)
         limits.check_open_files()
-        _refuse_empty_paths(args)
         verb = VERBS[args.verb]
         if verb.checkout:
             paths.require_checkout()
@@ -416,7 +397,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return int(getattr(importlib.import_module(f"rackbook.{verb.module}"), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
-            return _interrupted(exc)
+            sig = signal.Signals(next(iter(_signalled), getattr(exc, "signum", signal.SIGINT)))
+            name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({sig.name})"
+            return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
         if isinstance(exc, SystemExit):
             raise
         if isinstance(exc, InputError):

@@ -362,8 +362,16 @@ def label(text: str) -> tuple[str, str]:
     return key, value
 
 
+#: Options that name a file or folder (argparse dests).
+PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
+
+
 def check_args(args: argparse.Namespace) -> None:
-    """The rules between one verb's flags."""
+    """The rules between one verb's flags; no path option empty."""
+    for dest in PATH_OPTIONS.split():
+        if isinstance(value := getattr(args, dest, None), str) and not value.strip():
+            flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
+            raise InputError("''", flag, "an empty path: name a file or folder")
     if args.verb == "eplb":
         _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:
