@@ -280,10 +280,9 @@ SIGNAL_WORDS = dict(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; returns the exit code (module docstring). Every way out is one line."""
     _signalled.clear()
-    handlers = {}
+    handlers: dict[int, Any] = {}
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        for sig in STOP_SIGNALS:
-            handlers[sig] = signal.signal(sig, _on_signal)
+        handlers = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
     try:
         return _dispatch(argv)
     except SystemExit as exc:  # a usage error (its line written), --help, --version
@@ -407,8 +406,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         if isinstance(exc, BrokenPipeError):
             return 2
         if isinstance(exc, OSError) and exc.errno != errno.EMFILE:
-            where = exc.filename if exc.filename is not None else "-"
-            return _fail(f"{where}: -: {exc.strerror or exc}", 2)
+            return _fail(str(InputError(exc.filename, "-", exc.strerror or str(exc))), 2)
         for kind, holds, line in BAD_INPUT:
             if isinstance(exc, kind) and holds in str(exc):
                 return _fail(line.format(exc=exc, reason=getattr(exc, "reason", exc)), 2)
