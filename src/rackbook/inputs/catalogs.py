@@ -481,12 +481,9 @@ def _display_names(data: Path) -> dict[str, str]:
 
 def cli_catalog(args: Any) -> int:
     """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
-    hw = load_hardware()
-    doc = {
-        "models": [{"id": m, "name": load_model(m).name} for m in list_models()],
-        "gpus": [{"id": k, "name": g.name} for k, g in sorted(hw.gpus.items())],
-        "systems": [{"id": k, "name": s.name} for k, s in sorted(hw.systems.items())],
-    }
+    hw, models = load_hardware(), {m: load_model(m) for m in list_models()}
+    sections: dict[str, dict[str, Any]] = {"models": models, "gpus": hw.gpus, "systems": hw.systems}
+    doc = {k: [{"id": i, "name": v[i].name} for i in sorted(v)] for k, v in sections.items()}
     if args.json:
         print(json.dumps(doc))
         return 0
