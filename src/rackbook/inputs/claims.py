@@ -205,9 +205,8 @@ class Registry(_Model):
         loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            refs = {"seen_in": c.source.seen_in} | {
-                f"refs.{j}": r for j, r in enumerate(c.source.refs)
-            }
+            refs = {f"refs.{j}": r for j, r in enumerate(c.source.refs)}
+            refs = {"seen_in": c.source.seen_in, **refs}
             for field, ref in refs.items():
                 if ref not in known:
                     problem = f"unknown source id {ref!r}; known: {', '.join(sorted(known))}"

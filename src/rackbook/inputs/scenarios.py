@@ -38,10 +38,8 @@ class PlanPoint:
 
     def raw_names(self) -> list[str]:
         base = self.raw_name or f"{self.point_id}.json"
-        if self.shards == 1:
-            return [base]
         stem = base.removesuffix(".json")
-        return [f"{stem}.s{k}.json" for k in range(self.shards)]
+        return [base] if self.shards == 1 else [f"{stem}.s{k}.json" for k in range(self.shards)]
 
 
 @dataclass(frozen=True)
@@ -269,19 +267,16 @@ class PrefillGain(Scenario):
     def check(self) -> None:
         super().check()
         for name in ("serve_args_a", "serve_args_b"):
-            bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
-            if bad:
+            if bad := [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]:
                 raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
         sizes = (self.new_tokens, self.output_len, self.num_requests, 1)
+        pt = functools.partial(self._pt, *sizes, prefix_len=self.prefix_tokens)
         out = []
         for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
-            pt = self._pt(
-                *sizes, point_id=f"prefill-{label}", config=label, prefix_len=self.prefix_tokens
-            )
             args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
-            out.append(Phase(label, args, 1, (pt,)))
+            out.append(Phase(label, args, 1, (pt(point_id=f"prefill-{label}", config=label),)))
         return out
 
 
