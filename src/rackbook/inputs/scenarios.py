@@ -335,10 +335,8 @@ class RackScaling(Scenario):
             rack = self._point(1, "rack", self.concurrency, self.deployment_gpus)
             args = tuple(self.serve_args())
             return [Phase("reference", args, 1, (ref,)), Phase("deployment", args, 1, (rack,))]
-        pts = tuple(
-            self._point(k, f"{r}x", self.concurrency)
-            for k, r in enumerate(sorted(set(self.replicas)))
-        )
+        replicas = sorted(set(self.replicas))
+        pts = tuple(self._point(k, f"{r}x", self.concurrency) for k, r in enumerate(replicas))
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
 
 
