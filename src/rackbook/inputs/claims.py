@@ -369,9 +369,8 @@ class Figure(loader.Strict):
     def figure_basis(self) -> basis_mod.Basis:
         """The figure's full basis (:class:`rackbook.core.basis.Basis`)."""
         own = {k: getattr(self, _FIELD.get(k, k)) for k in FROM_FIELDS.split()}
-        return basis_mod.make(
-            own | {k: own[k] or basis_mod.NA for k in ("hardware", "engine")} | self.basis
-        )
+        na = {k: own[k] or basis_mod.NA for k in ("hardware", "engine")}
+        return basis_mod.make(own | na | self.basis)
 
 
 class Rejected(loader.Strict):

@@ -129,9 +129,8 @@ class Scenario:
 
     def parameters(self) -> dict[str, Any]:
         """The scenario's parameters as JSON values (for run.json)."""
-        return {
-            k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
-        }
+        items = dataclasses.asdict(self).items()
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in items}
 
     def serve_args(self) -> list[str]:
         """``vllm serve`` flags every server of the scenario gets."""
@@ -389,10 +388,8 @@ def fit_endpoint(
     return sc
 
 
-SCENARIOS: dict[str, type[Scenario]] = {
-    c.name: c
-    for c in (DecodeParity, RackScaling, PrefillGain, EplbBalance, ContextLatency, SingleUser)
-}
+_PLANS = (DecodeParity, RackScaling, PrefillGain, EplbBalance, ContextLatency, SingleUser)
+SCENARIOS: dict[str, type[Scenario]] = {c.name: c for c in _PLANS}
 
 
 def scenario(name: str, params: dict[str, str], check: bool = True) -> Scenario:
