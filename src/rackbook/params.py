@@ -110,11 +110,10 @@ def to_number(value: Any, spec: Spec, text: bool = True) -> int | float:
         raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
     if isinstance(value, int) and value.bit_length() > 128:  # a YAML integer of many digits
         raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
-    if isinstance(number, float):
-        if not math.isfinite(number):
-            raise ValueError(f"must be a finite number, got {_show(value)}")
-        if number != 0 and abs(number) < sys.float_info.min:
-            raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError(f"must be a finite number, got {_show(value)}")
+    if 0 < abs(number) < sys.float_info.min:
+        raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
     low = number <= spec.lo if spec.lo_open else number < spec.lo
     high = number >= spec.hi if spec.hi_open else number > spec.hi
     if low or high:
