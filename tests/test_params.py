@@ -44,7 +44,7 @@ def test_schema_declares_every_notebook_parameter(result: str) -> None:
         assert params.kind_spec(d["inferred_type_name"]) == specs[name], name
         if name != "trace":
             default = ast.literal_eval(str(d["default"]))
-            params.check_given(result, {name: default}, f"{result}.ipynb", lookup=True)
+            params.check_given(result, {name: default}, f"{result}.ipynb")
 
 
 def test_kind_suffixes_make_lists_and_null() -> None:

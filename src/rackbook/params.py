@@ -279,11 +279,9 @@ def check_given(
     values: Mapping[str, Any],
     where: str,
     defaults: Mapping[str, Any] | None = None,
-    *,
-    lookup: bool = False,
 ) -> None:
     """The one check of ``result``'s notebook parameters given against their declarations
-    (catalog ids looked up with ``lookup``), then the rules between them over ``defaults``."""
+    (catalog ids looked up), then the rules between them over ``defaults``."""
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
         return  # "all" or an unknown result (its own check says), or no checkout
     specs = declared(result)
@@ -292,8 +290,6 @@ def check_given(
         if spec is None:
             known = ", ".join(specs)
             raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
-        if not lookup and spec.kind in CATALOG:
-            spec = Spec("text", nullable=spec.nullable)
         if name != "trace":  # the runner checks the folder
             check_value(value, spec, where, field_name)
     p = {**(defaults or {}), **values}  # the rules between them
