@@ -315,10 +315,8 @@ def cli_calibrate(args: argparse.Namespace) -> int:
             from rackbook.inputs import catalogs
         except ImportError:
             return calibrate.catalog_from_yaml(args.model)
-        model = catalogs.load_model(_model_arg(args.model))
-        return calibrate.catalog_from_specs(
-            model, catalogs.load_hardware().gpus, "rackbook.inputs.catalogs"
-        )
+        model, gpus = catalogs.load_model(_model_arg(args.model)), catalogs.load_hardware().gpus
+        return calibrate.catalog_from_specs(model, gpus, "rackbook.inputs.catalogs")
 
     return calibrate.cli_calibrate(args, catalog)
 
