@@ -69,7 +69,6 @@ class Verb:
 JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
-KV_DTYPES = list(params.KV_DTYPES)
 KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.INT, params.NUM
 GPUS, SEQS = ints(1, 1_048_576, "GPUs"), num(1, limits.BOUNDS["batch"], "sequences")
 TOK0, TOK1 = num(0, TOKENS, "tokens"), num(1, TOKENS, "tokens")
@@ -153,7 +152,7 @@ VERBS: dict[str, Verb] = {
         "global KV-cache bytes per token of a model",
         "physics.roofline",
         arg("model", MODEL_HELP, type=_model_arg),
-        arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
+        arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=params.KV_DTYPES, default="fp4"),
         JSON_LAST,
         arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
     ),
@@ -175,8 +174,8 @@ VERBS: dict[str, Verb] = {
         arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
         arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
         arg("--trace", "a trace folder for the this-run reading"),
-        arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
-        arg("--precision", "routed experts' dtype (default: smallest)", choices=KV_DTYPES),
+        arg("--kv-dtype", "KV storage (narrowest)", choices=params.KV_DTYPES),
+        arg("--precision", "routed experts' dtype (default: smallest)", choices=params.KV_DTYPES),
         arg("--engine", "serving engine of the figure (recorded in the basis)"),
         arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
         arg("--calibration", "calibration folder (default: the shipped H200 one)"),
