@@ -134,13 +134,9 @@ class Scenario:
 
     def serve_args(self) -> list[str]:
         """``vllm serve`` flags every server of the scenario gets."""
-        # fmt: off
-        return [
-            "--load-format", "dummy", "--dtype", self.dtype, "--max-model-len",
-            str(self.max_model_len), "--max-num-seqs", str(self.max_num_seqs), "--enforce-eager",
-            "--seed", str(self.seed), "--served-model-name", self.served_model_name,
-        ]
-        # fmt: on
+        sizes = f"--max-model-len {self.max_model_len} --max-num-seqs {self.max_num_seqs}"
+        args = ["--load-format", "dummy", "--dtype", self.dtype, *sizes.split(), "--enforce-eager"]
+        return [*args, "--seed", str(self.seed), "--served-model-name", self.served_model_name]
 
     def phases(self) -> list[Phase]:
         raise NotImplementedError
