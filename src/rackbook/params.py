@@ -275,10 +275,7 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
 
 
 def check_given(
-    result: str,
-    values: Mapping[str, Any],
-    where: str,
-    defaults: Mapping[str, Any] | None = None,
+    result: str, values: Mapping[str, Any], where: str, defaults: Mapping[str, Any] | None = None
 ) -> None:
     """The one check of ``result``'s notebook parameters given against their declarations
     (catalog ids looked up), then the rules between them over ``defaults``."""
