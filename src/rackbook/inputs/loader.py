@@ -186,10 +186,9 @@ def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
     shown = display_path(p)
     try:
         limits.input_file(p, what="YAML file", missing="file not found", cap_mb=limits.YAML_MAX_MB)
+        data = p.read_bytes()
     except InputError as exc:
         raise InputError(shown, exc.field, exc.problem) from None
-    try:
-        data = p.read_bytes()
     except OSError as exc:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
     key = hashlib.blake2b(data + (b"\0yaml1.2" if yaml12 else b""), digest_size=20).digest()
