@@ -408,9 +408,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             if isinstance(exc, kind) and holds in str(exc):
                 return _fail(line.format(exc=exc, reason=getattr(exc, "reason", exc)), 2)
         log = write_log("error", "".join(traceback.format_exception(exc)))
-        return _fail(
-            f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1
-        )
+        why = f"internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})"
+        return _fail(f"-: -: {why}", 1)
 
 
 if __name__ == "__main__":

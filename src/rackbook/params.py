@@ -62,9 +62,7 @@ class Spec:
 
 
 def _fmt(x: float) -> str:
-    if float(x).is_integer() and abs(x) < 1e16:
-        return f"{int(x):,}"
-    return f"{x:g}"
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
 def _show(value: Any) -> str:
