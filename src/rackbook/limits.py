@@ -115,9 +115,7 @@ def nesting_error(path: str | Path, field: str = "-") -> InputError:
     return InputError(path, field, f"nested deeper than {sys.getrecursionlimit()} levels (refused)")
 
 
-def bounded(
-    value: int | float, name: str, where: str | Path = "-", field: str | None = None
-) -> int:
+def bounded(value: float, name: str, where: str | Path = "-", field: str | None = None) -> int:
     """``value`` when it is at most ``BOUNDS[name]``, else InputError naming the bound."""
     if value > BOUNDS[name]:
         problem = f"{value:,.0f} is too large: at most {BOUNDS[name]:,} (rackbook's {name} bound)"
