@@ -48,9 +48,7 @@ Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 def arg(flags: str, help: str, spec: params.Spec | None = None, **kw: Any) -> Arg:
     """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` reads a number."""
-    if spec is not None:
-        kw["type"] = spec
-    return tuple(flags.split()), {**kw, "help": help}
+    return tuple(flags.split()), {**kw, "help": help, **({"type": spec} if spec else {})}
 
 
 def switch(flags: str, help: str) -> Arg:
