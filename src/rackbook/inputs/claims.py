@@ -401,12 +401,10 @@ class FigureRegistry(loader.Strict):
         return {f.id: f for f in self.figures}[figure_id]
 
 
-def load_figures(
-    path: str | Path | None = None, registry: Registry | None = None
-) -> FigureRegistry:
+def load_figures(path: str | Path = REGISTRY, registry: Registry | None = None) -> FigureRegistry:
     """Read and validate the figure registry (default :data:`REGISTRY`); every ``claim`` must be
     an id of the claims registry (``registry``, default ``data/claims.yaml``)."""
-    reg = loader.load(FigureRegistry, path or REGISTRY)
+    reg = loader.load(FigureRegistry, path)
     known = set((registry or load_claims()).ids)
     bad = [(f"figures[{f.id or i}]", f.claim) for i, f in enumerate(reg.figures)]
     bad += [(f"rejected[{i}]", r.claim) for i, r in enumerate(reg.rejected)]
