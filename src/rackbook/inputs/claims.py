@@ -259,8 +259,7 @@ class Registry(_Model):
 
     def tolerance(self, claim_id: str) -> float:
         """How far a reproduced number may sit from the published one (0 when none is set)."""
-        c = self.get(claim_id)
-        return c.tolerance.absolute if c.tolerance is not None else 0.0
+        return t.absolute if (t := self.get(claim_id).tolerance) is not None else 0.0
 
     def source(self, source_id: str) -> Source:
         """The source with this id."""
