@@ -15,7 +15,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core.units import plural
 from rackbook.errors import InputError
 from rackbook.inputs import loader
 from rackbook.inputs.catalogs import PriceKind, Text, Url
@@ -76,7 +75,7 @@ class Scope(_Model):
     def summary(self) -> str:
         """One line such as ``DeepSeek-V4.1-Flash · GB300 NVL72 · 72 GPUs``."""
         n, batch, ctx = self.gpu_count, self.batch_sizes, self.context_tokens
-        parts: list[Any] = [self.model, self.hardware, n and plural(n, "GPU")]
+        parts: list[Any] = [self.model, self.hardware, n and f"{n} GPU{'s' if n != 1 else ''}"]
         parts += [batch and f"batch {batch.text()}", ctx and f"context {ctx.text(' -> ')} tokens"]
         return " · ".join(p for p in [*parts, self.precision] if p) or "not stated"
 
