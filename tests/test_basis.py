@@ -13,7 +13,7 @@ from rackbook import paths
 from rackbook.core import basis
 from rackbook.errors import InputError
 from rackbook.inputs import claims
-from rackbook.inputs import published as figures
+from rackbook.inputs import claims as figures
 from rackbook.results import evidence
 
 POINT = dict(

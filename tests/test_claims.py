@@ -11,7 +11,7 @@ import yaml
 
 from rackbook import paths
 from rackbook.errors import InputError
-from rackbook.inputs.claims import Registry, format_value, load_claims, parse_claims
+from rackbook.inputs.claims import Registry, load_claims, parse_claims
 
 SHIPPED = paths.DATA / "claims.yaml"
 
@@ -168,7 +168,7 @@ def test_write_up_cautions_are_recorded(registry: Registry) -> None:
 
 
 def test_format_value(registry: Registry) -> None:
-    shown = {c.id: format_value(c) for c in registry.claims}
+    shown = {c.id: c.value_text for c in registry.claims}
     assert shown == {
         "decode-parity.gap": "< 6 %",
         "rack-scaling.throughput": "954,000 tok/s",

@@ -9,7 +9,7 @@ from dataclasses import asdict
 import pytest
 
 from rackbook import paths
-from rackbook.inputs import claims, published
+from rackbook.inputs import claims
 from rackbook.results import conclusions as cc
 from rackbook.results import evidence as ev
 
@@ -241,11 +241,11 @@ def test_a_price_must_say_what_it_is(tmp_path):
     f = tmp_path / "figures.yaml"
     f.write_text(bad)
     with pytest.raises(Exception, match="price_kind"):
-        published.load_figures(f)
+        claims.load_figures(f)
 
 
 def test_rejected_sources_carry_why():
-    reg = published.load_figures()
+    reg = claims.load_figures()
     assert reg.rejected and all(r.why and r.url.startswith("https://") for r in reg.rejected)
 
 
@@ -259,7 +259,7 @@ def test_catalog_prices_say_what_they_are():
         "gb300-tco-rental-3yr": "modelled rental",
         "gb300-oci-list": "list price",
     }
-    figs = {f.id: f.price_kind for f in published.load_figures().figures if f.price_kind}
+    figs = {f.id: f.price_kind for f in claims.load_figures().figures if f.price_kind}
     # the same $2.652 is an ownership-cost model's rate in both files
     assert figs["inferencex-tco.gb300-hyperscaler"] == kinds["gb300-tco-hyperscaler"]
     c = rack_scaling.cost_readings(38.96, {"stated": 954000.0})
@@ -280,7 +280,7 @@ def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_sess
     assert mean.superseded == ("figures:inferencex-pr3176.vllm-gb300-c1-tpot",)
     assert "1 superseded by a later source" in mean.text()
     assert "one agent session" in e.reason and "not one stream" in e.reason
-    fig = published.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
+    fig = claims.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
     assert "one AgentX session" in fig.definition
     rack = ev.claim_evidence("rack-scaling.throughput")
     node = next(b for b in rack.bases if b.near and b.name == NODE).near

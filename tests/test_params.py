@@ -44,7 +44,7 @@ def test_schema_declares_every_notebook_parameter(result: str) -> None:
         assert params.kind_spec(d["inferred_type_name"]) == specs[name], name
         if name != "trace":
             default = ast.literal_eval(str(d["default"]))
-            params.check_given(result, {name: default}, f"{result}.ipynb", lookup=True)
+            params.check_given(result, {name: default}, f"{result}.ipynb")
 
 
 def test_kind_suffixes_make_lists_and_null() -> None:
@@ -93,7 +93,7 @@ def _flag_specs() -> dict[str, dict[str, params.Spec]]:
     parser = cli.build_parser()
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     return {
-        verb: {a.dest: a.type.spec for a in sub._actions if hasattr(a.type, "spec")}
+        verb: {a.dest: a.type for a in sub._actions if isinstance(a.type, params.Spec)}
         for verb, sub in verbs.items()
     }
 

@@ -22,7 +22,7 @@ from rackbook.core import importers, jsliteral, traces
 from rackbook.core.importers import inferencex, mlperf, points
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
-from rackbook.inputs import published as figures
+from rackbook.inputs import claims as figures
 from rackbook.results import evidence, published_rows
 
 FIX = Path(__file__).parent / "fixtures" / "published"

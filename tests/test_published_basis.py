@@ -14,7 +14,7 @@ import pytest
 from rackbook import paths
 from rackbook.core.importers import inferencex, sglang_cookbook
 from rackbook.errors import InputError
-from rackbook.inputs import published as figures
+from rackbook.inputs import claims as figures
 from rackbook.results import evidence as ev
 from rackbook.results import published_rows
 

@@ -13,7 +13,6 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         flag, sep, problem = message.partition(": ")
+        line = f"{self.prog}: arguments: {message}"
         if flag.startswith("argument ") and sep:
             line = f"-: {flag.removeprefix('argument ')}: {problem}"
-        else:
-            line = f"{self.prog}: arguments: {message}"
         sys.stderr.write(f"error: {one_line(line)}\n")
         raise SystemExit(2)
 
@@ -49,10 +47,8 @@ Arg = tuple[tuple[str, ...], dict[str, Any]]
 
 
 def arg(flags: str, help: str, spec: params.Spec | None = None, **kw: Any) -> Arg:
-    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` types a number."""
-    if spec is not None:
-        kw["type"] = params.flag_type(spec)
-    return tuple(flags.split()), {**kw, "help": help}
+    """Space-separated ``flags``, ``help``, ``add_argument`` keywords; ``spec`` reads a number."""
+    return tuple(flags.split()), {**kw, "help": help, **({"type": spec} if spec else {})}
 
 
 def switch(flags: str, help: str) -> Arg:
@@ -60,22 +56,18 @@ def switch(flags: str, help: str) -> Arg:
     return arg(flags, help, action="store_true")
 
 
-@dataclass(frozen=True)
 class Verb:
-    """One verb: help, arguments, ``handler`` (``"module:function"``, imported when it runs),
-    whether it needs the checkout."""
+    """One verb: help, the module (under ``rackbook``) whose ``cli_VERB`` runs it (imported when it
+    runs), its arguments, whether it needs the checkout."""
 
-    help: str
-    args: tuple[Arg, ...]
-    handler: str
-    checkout: bool = True
+    def __init__(self, help: str, module: str, *args: Arg, checkout: bool = True) -> None:
+        self.help, self.module, self.args, self.checkout = help, module, args, checkout
 
 
 JSON_LAST = switch("--json", "print one JSON object last")
 JSON_INSTEAD = switch("--json", "print one JSON object instead")
 EXECUTED = arg("--out", "where executed results live")
-KV_DTYPES = list(params.KV_DTYPES)
-KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.int_range, params.num_range
+KINDS, TOKENS, ints, num = params.KINDS, params.TOKENS, params.INT, params.NUM
 GPUS, SEQS = ints(1, 1_048_576, "GPUs"), num(1, limits.BOUNDS["batch"], "sequences")
 TOK0, TOK1 = num(0, TOKENS, "tokens"), num(1, TOKENS, "tokens")
 SHARE = num(0, 1, "fraction", hi_open=True, choices=("unknown",))
@@ -95,167 +87,145 @@ MODEL_HELP = (
 VERBS: dict[str, Verb] = {
     "import": Verb(
         "convert a benchmark result into a trace folder",
-        (
-            arg("format", "input format", choices=list(importers.REGISTRY)),
-            arg(
-                "input",
-                "vllm bench serve JSON (--save-result --save-detailed), offline-engine JSON, "
-                "InferenceX rows (JSON), MLPerf summary.csv or SGLang's benchmarks .jsx",
-            ),
-            arg("-o --output", "trace folder to write", required=True),
-            switch("--force", "replace a trace rackbook wrote at --output"),
-            arg("--model", "mlperf: keep only this Model's rows"),
-            arg("--engine", "offline-engine: engine label (default: the file's)"),
-            arg("--source-url", "published: the source file's URL"),
-            arg("--source-date", "published: date, YYYY-MM-DD"),
-            arg(
-                "--label",
-                "scenario key on every request row (repeatable)",
-                action="append",
-                type=params.label,
-                default=[],
-                metavar="KEY=VALUE",
-            ),
-            arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
-            arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
-            arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
+        "cli",
+        arg("format", "input format", choices=list(importers.REGISTRY)),
+        arg(
+            "input",
+            "vllm bench serve JSON (--save-result --save-detailed), offline-engine JSON, "
+            "InferenceX rows (JSON), MLPerf summary.csv or SGLang's benchmarks .jsx",
         ),
-        handler="rackbook.cli:cli_import",
+        arg("-o --output", "trace folder to write", required=True),
+        switch("--force", "replace a trace rackbook wrote at --output"),
+        arg("--model", "mlperf: keep only this Model's rows"),
+        arg("--engine", "offline-engine: engine label (default: the file's)"),
+        arg("--source-url", "published: the source file's URL"),
+        arg("--source-date", "published: date, YYYY-MM-DD"),
+        arg(
+            "--label",
+            "scenario key on every request row (repeatable)",
+            action="append",
+            type=params.label,
+            default=[],
+            metavar="KEY=VALUE",
+        ),
+        arg("--kind", "vllm-bench: trace kind", choices=["recorded", "published", "synthetic"]),
+        arg("--gpu", "vllm-bench: GPU id in data/hardware.yaml (with --gpus)", metavar="ID"),
+        arg("--gpus", "vllm-bench: GPUs that served it", GPUS, metavar="N"),
         checkout=False,
     ),
     "summarize": Verb(
         "vLLM-defined metrics of a trace",
-        (arg("trace", "trace folder"), JSON_LAST),
-        handler="rackbook.cli:cli_summarize",
+        "cli",
+        arg("trace", "trace folder"),
+        JSON_LAST,
         checkout=False,
     ),
     "run": Verb(
         "execute a result's notebook with papermill",
-        (
-            arg("result", "result name, or 'all'"),
-            arg("--source", "trace (default) or live", choices=["trace", "live"]),
-            arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
-            arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
-            arg("--out", "output folder (default _build/executed)"),
-            *SPEED,
-        ),
-        handler="rackbook.book.runner:cli_run",
+        "book.runner",
+        arg("result", "result name, or 'all'"),
+        arg("--source", "trace (default) or live", choices=["trace", "live"]),
+        arg("--params-file", "YAML mapping of notebook parameters", metavar="FILE"),
+        arg("-p --parameter", "notebook parameter (repeatable)", **PARAMETERS),
+        arg("--out", "output folder (default _build/executed)"),
+        *SPEED,
     ),
     "list": Verb(
-        "results, their claims and the latest verdicts",
-        (EXECUTED, JSON_INSTEAD),
-        handler="rackbook.book.runner:cli_list",
+        "results, their claims and the latest verdicts", "book.runner", EXECUTED, JSON_INSTEAD
     ),
     "catalog": Verb(
-        "the models and GPUs that check and kv-bytes know",
-        (JSON_INSTEAD,),
-        handler="rackbook.inputs.catalogs:cli_catalog",
+        "the models and GPUs that check and kv-bytes know", "inputs.catalogs", JSON_INSTEAD
     ),
     "book": Verb(
         "build the HTML book from executed notebooks",
-        (
-            EXECUTED,
-            arg("--traces", "a folder of your own traces: execute every result on them first"),
-            arg("--reuse", "with --traces: results already executed on the shipped traces"),
-            arg("--html", "HTML folder (default _build/html)", metavar="DIR"),
-            switch("--strict", "warnings are errors (-W -n)"),
-            *SPEED,
-        ),
-        handler="rackbook.book.build:cli_book",
+        "book.build",
+        EXECUTED,
+        arg("--traces", "a folder of your own traces: execute every result on them first"),
+        arg("--reuse", "with --traces: results already executed on the shipped traces"),
+        arg("--html", "HTML folder (default _build/html)", metavar="DIR"),
+        switch("--strict", "warnings are errors (-W -n)"),
+        *SPEED,
     ),
     "kv-bytes": Verb(
         "global KV-cache bytes per token of a model",
-        (
-            arg("model", MODEL_HELP, type=_model_arg),
-            arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=KV_DTYPES, default="fp4"),
-            JSON_LAST,
-            arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
-        ),
-        handler="rackbook.physics.roofline:cli_kv_bytes",
+        "physics.roofline",
+        arg("model", MODEL_HELP, type=_model_arg),
+        arg("--kv-dtype", "KV-cache dtype (default fp4)", choices=params.KV_DTYPES, default="fp4"),
+        JSON_LAST,
+        arg("--context", "also print bytes per sequence", ints(1, TOKENS, "tokens")),
     ),
     "check": Verb(
         "the three readings of a throughput figure for a workload",
-        (
-            arg("--model", MODEL_HELP, required=True, type=_model_arg),
-            arg("--gpu", "GPU id in data/hardware.yaml", required=True),
-            arg("--gpus", "GPUs serving the claim", GPUS, required=True),
-            arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
-            arg(
-                "--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]
-            ),
-            arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
-            arg("--isl", "input tokens per request", TOK1),
-            arg("--osl", "output tokens per request", TOK1),
-            arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
-            arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
-            arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
-            arg("--batch", "the same as --concurrency", SEQS),
-            arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
-            arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
-            arg("--trace", "a trace folder for the this-run reading"),
-            arg("--kv-dtype", "KV storage (narrowest)", choices=KV_DTYPES),
-            arg("--precision", "routed experts' dtype (default: smallest)", choices=KV_DTYPES),
-            arg("--engine", "serving engine of the figure (recorded in the basis)"),
-            arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
-            arg("--calibration", "calibration folder (default: the shipped H200 one)"),
-            arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
-            arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
-            arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
-            JSON_LAST,
-        ),
-        handler="rackbook.results.claim_check:cli_check",
+        "results.claim_check",
+        arg("--model", MODEL_HELP, required=True, type=_model_arg),
+        arg("--gpu", "GPU id in data/hardware.yaml", required=True),
+        arg("--gpus", "GPUs serving the claim", GPUS, required=True),
+        arg("--tok-s", "claimed tokens per second", num(1e-6, 1e12, "tokens/s"), required=True),
+        arg("--per", "per GPU or total (default total; one GPU: gpu)", choices=["gpu", "total"]),
+        arg("--counted", "input + output needs --isl, --osl", choices=["output", "total"]),
+        arg("--isl", "input tokens per request", TOK1),
+        arg("--osl", "output tokens per request", TOK1),
+        arg("--context", "tokens per decoding sequence (default ISL + OSL / 2, else 0)", TOK0),
+        arg("--cached-share", "input share from the prefix cache (0-1, or unknown)", SHARE),
+        arg("--concurrency", "sequences in flight over all GPUs (default: the best fit)", SEQS),
+        arg("--batch", "the same as --concurrency", SEQS),
+        arg("--tokens-per-step", "tokens per decode step", num(1, 64, "tokens"), default=1.0),
+        arg("--phase", "default: mixed with --isl and --osl, else decode", choices=PHASES),
+        arg("--trace", "a trace folder for the this-run reading"),
+        arg("--kv-dtype", "KV storage (narrowest)", choices=params.KV_DTYPES),
+        arg("--precision", "routed experts' dtype (default: smallest)", choices=params.KV_DTYPES),
+        arg("--engine", "serving engine of the figure (recorded in the basis)"),
+        arg("--speculation", "speculative decoding: none or the method", metavar="METHOD"),
+        arg("--calibration", "calibration folder (default: the shipped H200 one)"),
+        arg("--deployment", "attention dp or tp, experts ep", choices=["dp-ep", "tp-ep"]),
+        arg("--tpot-ms", "TPOT limit the figure met (ms)", num(1e-3, 1e6, "ms")),
+        arg("--ttft-s", "TTFT limit the figure met (s)", num(1e-6, 1e6, "s")),
+        JSON_LAST,
     ),
     "validate": Verb(
         "the expected throughput against every published measurement",
-        (JSON_LAST, switch("--fit", "refit on the published points (expected-fit.yaml) first")),
-        handler="rackbook.results.validation:cli_validate",
+        "results.validation",
+        JSON_LAST,
+        switch("--fit", "refit on the published points (expected-fit.yaml) first"),
     ),
     "eplb": Verb(
         "balancedness before and after EPLB for expert loads",
-        (
-            arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
-            arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
-            arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
-            arg("--groups", "expert groups", KINDS["groups"], default=1),
-            arg("--nodes", "nodes", KINDS["nodes"], default=1),
-            JSON_LAST,
-        ),
-        handler="rackbook.physics.eplb:cli_eplb",
+        "physics.eplb",
+        arg("loads", 'JSON {"loads": [[tokens per expert] per layer]} or Parquet'),
+        arg("--ep-size", "expert-parallel ranks (GPUs)", KINDS["ep_size"], required=True),
+        arg("--redundant", "redundant expert replicas", KINDS["redundant"], default=0),
+        arg("--groups", "expert groups", KINDS["groups"], default=1),
+        arg("--nodes", "nodes", KINDS["nodes"], default=1),
+        JSON_LAST,
         checkout=False,
     ),
     "record": Verb(
         "record a scenario from real vLLM servers (live mode: make live-setup)",
-        (
-            arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
-            arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
-            arg("--serve", "arguments for `vllm serve` to start one"),
-            arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
-            arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
-            switch("--resume", "keep the points finished in --output; record the rest"),
-            switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
-            switch("--no-progress", "no progress bars"),
-        ),
-        handler="rackbook.live:cli_record",
+        "live",
+        arg("scenario", "the scenario to record", choices=list(paths.RESULTS)),
+        arg("--endpoint", "vLLM server URL (repeatable)", action="append", default=[]),
+        arg("--serve", "arguments for `vllm serve` to start one"),
+        arg("-o --output", "trace folder (default data/traces/live/SCENARIO)"),
+        arg("-p --parameter", "scenario parameter (repeatable; lists: a,b)", **PARAMETERS),
+        switch("--resume", "keep the points finished in --output; record the rest"),
+        switch("--accept-invalid", "keep points failing validity (RACKBOOK_ACCEPT_INVALID=1)"),
+        switch("--no-progress", "no progress bars"),
     ),
     "calibrate": Verb(
         "time the model's kernels with torch on this device (a calibration folder)",
-        (
-            arg("--device", "default cuda", choices=["cuda", "cpu"]),
-            arg("-o --output", "calibration folder to write"),
-            arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
-            switch("--quick", "fewer sizes (a smoke run)"),
-            arg("--save-json", "also write the rows as JSON", metavar="FILE"),
-            arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
-        ),
-        handler="rackbook.cli:cli_calibrate",
+        "cli",
+        arg("--device", "default cuda", choices=["cuda", "cpu"]),
+        arg("-o --output", "calibration folder to write"),
+        arg("--model", "catalog model timed", default="deepseek-v4.1-flash"),
+        switch("--quick", "fewer sizes (a smoke run)"),
+        arg("--save-json", "also write the rows as JSON", metavar="FILE"),
+        arg("--from-json", "write -o DIR from a --save-json file", metavar="FILE"),
     ),
     "recipes": Verb(
         "generate cluster recipes from the topology file",
-        (
-            arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
-            arg("-o --output", "recipes folder (default env/cluster/generated)"),
-        ),
-        handler="rackbook.cluster.recipes:cli_recipes",
+        "cluster.recipes",
+        arg("--topology", "topology YAML (default env/cluster/topology.yaml)"),
+        arg("-o --output", "recipes folder (default env/cluster/generated)"),
     ),
 }
 #: ``--max-input-mb``, an option of every verb.
@@ -299,27 +269,17 @@ def _fail(message: str, code: int) -> int:
 
 
 #: How each stop signal ends the line.
-SIGNAL_WORDS: dict[int, str] = {
-    signal.SIGINT: "interrupted",
-    signal.SIGTERM: "terminated",
-    signal.SIGHUP: "hung up",
-    signal.SIGQUIT: "quit",
-}
-
-
-def _interrupted(exc: BaseException | None = None) -> int:
-    sig = _signalled[0] if _signalled else getattr(exc, "signum", signal.SIGINT)
-    name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({signal.Signals(sig).name})"
-    return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
+SIGNAL_WORDS = dict(
+    zip(STOP_SIGNALS, ("interrupted", "terminated", "hung up", "quit"), strict=True)
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; returns the exit code (module docstring). Every way out is one line."""
     _signalled.clear()
-    handlers = {}
+    handlers: dict[int, Any] = {}
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        for sig in STOP_SIGNALS:
-            handlers[sig] = signal.signal(sig, _on_signal)
+        handlers = {sig: signal.signal(sig, _on_signal) for sig in STOP_SIGNALS}
     try:
         return _dispatch(argv)
     except SystemExit as exc:  # a usage error (its line written), --help, --version
@@ -352,27 +312,10 @@ def cli_calibrate(args: argparse.Namespace) -> int:
             from rackbook.inputs import catalogs
         except ImportError:
             return calibrate.catalog_from_yaml(args.model)
-        model = catalogs.load_model(_model_arg(args.model))
-        return calibrate.catalog_from_specs(
-            model, catalogs.load_hardware().gpus, "rackbook.inputs.catalogs"
-        )
+        model, gpus = catalogs.load_model(_model_arg(args.model)), catalogs.load_hardware().gpus
+        return calibrate.catalog_from_specs(model, gpus, "rackbook.inputs.catalogs")
 
     return calibrate.cli_calibrate(args, catalog)
-
-
-def _declared_gpus(args: argparse.Namespace) -> importers.DeclaredGpus | None:
-    """``import --gpu ID --gpus N`` looked up in the hardware catalog; None when neither given."""
-    gpu, count = args.gpu, args.gpus
-    if gpu is None and count is None:
-        return None
-    if gpu is None or count is None:
-        given, missing = ("--gpu", "--gpus N") if count is None else ("--gpus", "--gpu ID")
-        raise InputError("-", given, f"needs {missing} too: declare the GPU and how many")
-    from rackbook.inputs import catalogs, loader
-
-    spec = catalogs.gpu(gpu)
-    shown = loader.display_path(paths.DATA / "hardware.yaml")
-    return importers.DeclaredGpus(spec.id, spec.label, spec.name, int(count), str(shown))
 
 
 def cli_import(args: argparse.Namespace) -> int:
@@ -381,7 +324,12 @@ def cli_import(args: argparse.Namespace) -> int:
     from rackbook.core import fsio
 
     given = {k: getattr(args, k) for k in ("kind", "engine", "model", "source_url", "source_date")}
-    options = importers.Options(hardware=_declared_gpus(args), labels=dict(args.label), **given)
+    if args.gpu is not None:  # with --gpus (params.check_args): looked up in the catalog
+        from rackbook.inputs import catalogs
+
+        g, shown = catalogs.gpu(args.gpu), catalogs.load_hardware()._file
+        given["hardware"] = importers.DeclaredGpus(g.id, g.label, g.name, int(args.gpus), shown)
+    options = importers.Options(labels=dict(args.label), **given)
     importers.check_options(args.format, args.input, options)
     out = fsio.check_output_folder(Path(args.output), "-o")
     with fsio.output_lock(out, "-o"):
@@ -410,32 +358,14 @@ def cli_summarize(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(doc, allow_nan=False))
             return 0
-        if (path / "expert_load.parquet").is_file():
-            raise InputError(
-                path,
-                "requests.parquet",
-                "no requests: this trace holds expert loads (`rackbook eplb "
-                f"{path / 'expert_load.parquet'} --ep-size N` reads them)",
-            )
-        raise InputError(path, "requests.parquet", "no requests: an empty trace has no metrics")
+        loads = path / "expert_load.parquet"
+        why = f"this trace holds expert loads (`rackbook eplb {loads} --ep-size N` reads them)"
+        why = why if loads.is_file() else "an empty trace has no metrics"
+        raise InputError(path, "requests.parquet", f"no requests: {why}")
     s = summary.summarize_path(args.trace)
-    if args.json:
-        print(json.dumps(s.to_dict(), allow_nan=False, default=str))
-    else:
-        print(summary.format_summary(s))
+    text = json.dumps(s.to_dict(), allow_nan=False, default=str) if args.json else None
+    print(text or summary.format_summary(s))
     return 0
-
-
-#: Options that name a file or folder (argparse dests).
-PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
-
-
-def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    for dest in PATH_OPTIONS.split():
-        value = getattr(args, dest, None)
-        if isinstance(value, str) and not value.strip():
-            flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
-            raise InputError("''", flag, "an empty path: name a file or folder")
 
 
 #: Errors of the input, not bugs: (type, text its message holds, the line).
@@ -454,15 +384,16 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         args = parse(argv)
         limits.set_max_input_mb(args.max_input_mb)
         limits.check_open_files()
-        _refuse_empty_paths(args)
         verb = VERBS[args.verb]
         if verb.checkout:
             paths.require_checkout()
-        module, handler = verb.handler.split(":")
-        return int(getattr(importlib.import_module(module), handler)(args) or 0)
+        handler = "cli_" + args.verb.replace("-", "_")
+        return int(getattr(importlib.import_module(f"rackbook.{verb.module}"), handler)(args) or 0)
     except BaseException as exc:
         if _signalled or isinstance(exc, (KeyboardInterrupt, Terminated)):
-            return _interrupted(exc)
+            sig = signal.Signals(next(iter(_signalled), getattr(exc, "signum", signal.SIGINT)))
+            name = f"{SIGNAL_WORDS.get(sig, 'stopped')} ({sig.name})"
+            return _fail(f"-: -: {name}; nothing half-written was left", 128 + sig)
         if isinstance(exc, SystemExit):
             raise
         if isinstance(exc, InputError):
@@ -470,15 +401,13 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         if isinstance(exc, BrokenPipeError):
             return 2
         if isinstance(exc, OSError) and exc.errno != errno.EMFILE:
-            where = exc.filename if exc.filename is not None else "-"
-            return _fail(f"{where}: -: {exc.strerror or exc}", 2)
+            return _fail(str(InputError(exc.filename, "-", exc.strerror or str(exc))), 2)
         for kind, holds, line in BAD_INPUT:
             if isinstance(exc, kind) and holds in str(exc):
                 return _fail(line.format(exc=exc, reason=getattr(exc, "reason", exc)), 2)
         log = write_log("error", "".join(traceback.format_exception(exc)))
-        return _fail(
-            f"-: -: internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})", 1
-        )
+        why = f"internal error {type(exc).__name__}: {exc} (a bug; traceback in {log})"
+        return _fail(f"-: -: {why}", 1)
 
 
 if __name__ == "__main__":

@@ -74,9 +74,8 @@ def input_file(
     if not stat.S_ISREG(st.st_mode):
         problem = f"not a regular file (a device, FIFO or socket), expected a {what}"
         raise InputError(p, field, problem)
-    limit_mb = _max_input_mb
-    if _max_input_mb == DEFAULT_MAX_INPUT_MB:  # each kind's own limit unless --max-input-mb
-        limit_mb = cap_mb or (STREAMED_MAX_MB if streamed else limit_mb)
+    own = cap_mb or (STREAMED_MAX_MB if streamed else _max_input_mb)  # unless --max-input-mb
+    limit_mb = own if _max_input_mb == DEFAULT_MAX_INPUT_MB else _max_input_mb
     if st.st_size > limit_mb * 1e6:
         size = f"{st.st_size / 1e6:,.1f} MB" if st.st_size >= 1e5 else f"{st.st_size:,} bytes"
         problem = f"{size} is over the input size limit {limit_mb:g} MB (see --max-input-mb)"
@@ -115,9 +114,7 @@ def nesting_error(path: str | Path, field: str = "-") -> InputError:
     return InputError(path, field, f"nested deeper than {sys.getrecursionlimit()} levels (refused)")
 
 
-def bounded(
-    value: int | float, name: str, where: str | Path = "-", field: str | None = None
-) -> int:
+def bounded(value: float, name: str, where: str | Path = "-", field: str | None = None) -> int:
     """``value`` when it is at most ``BOUNDS[name]``, else InputError naming the bound."""
     if value > BOUNDS[name]:
         problem = f"{value:,.0f} is too large: at most {BOUNDS[name]:,} (rackbook's {name} bound)"

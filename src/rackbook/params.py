@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +51,18 @@ class Spec:
         high = "under " if self.hi_open else ("at most " if self.lo_open else "")
         return f"{what} {low} {high}{_fmt(self.hi)}{unit}"
 
+    def __call__(self, text: str) -> Any:
+        """argparse ``type`` of a number flag: ``text`` read by :func:`to_number`."""
+        if text.strip().lower() in self.choices:  # a word a number flag also takes (unknown)
+            return text.strip().lower()
+        try:
+            return to_number(text, self)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
 
 def _fmt(x: float) -> str:
-    if float(x).is_integer() and abs(x) < 1e16:
-        return f"{int(x):,}"
-    return f"{x:g}"
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
 def _show(value: Any) -> str:
@@ -86,30 +93,25 @@ def _not_a_number(text: str) -> str:
     return ""
 
 
-def to_number(value: Any, spec: Spec) -> int | float:
-    """``value`` (text or parsed YAML/JSON) as ``spec``'s number in range; else ValueError."""
-    integer = spec.kind == "int"
-    if isinstance(value, str):
-        text = value.strip()
-        if len(text) > MAX_NUMBER_CHARS:
-            raise ValueError(f"{len(text):,} characters: a number has at most {MAX_NUMBER_CHARS}")
-        if not (_INT_TEXT if integer else _FLOAT_TEXT).match(text):  # also other scripts' digits
-            why = _not_a_number(text)
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
-        number: int | float = int(text, 10) if integer else float(text)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-        if value.bit_length() > 128:  # a YAML integer of many digits: never in range
-            raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
-    elif isinstance(value, float) and not integer:
-        number = value
-    else:
-        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}")
-    if isinstance(number, float):
-        if not math.isfinite(number):
-            raise ValueError(f"must be a finite number, got {_show(value)}")
-        if number != 0 and abs(number) < sys.float_info.min:
-            raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
+def to_number(value: Any, spec: Spec, text: bool = True) -> int | float:
+    """``value`` (parsed YAML/JSON; text too unless not ``text``) as ``spec``'s number in range;
+    else ValueError."""
+    integer, number = spec.kind == "int", value
+    if isinstance(value, str) and text:
+        digits = value.strip()
+        if len(digits) > MAX_NUMBER_CHARS:
+            raise ValueError(f"{len(digits):,} characters: a number has at most {MAX_NUMBER_CHARS}")
+        if (_INT_TEXT if integer else _FLOAT_TEXT).match(digits):  # also other scripts' digits
+            number = int(digits, 10) if integer else float(digits)
+    if isinstance(number, bool) or not isinstance(number, int if integer else (int, float)):
+        why = _not_a_number(value.strip()) if isinstance(value, str) else ""
+        raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+    if isinstance(value, int) and value.bit_length() > 128:  # a YAML integer of many digits
+        raise ValueError(f"an integer of {value.bit_length()} bits is out of range")
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError(f"must be a finite number, got {_show(value)}")
+    if 0 < abs(number) < sys.float_info.min:
+        raise ValueError(f"{number!r} is a subnormal (denormal) float: not {spec.range_text()}")
     low = number <= spec.lo if spec.lo_open else number < spec.lo
     high = number >= spec.hi if spec.hi_open else number > spec.hi
     if low or high:
@@ -133,11 +135,8 @@ def check_value(value: Any, spec: Spec, where: str, field: str) -> Any:
             if spec.nullable:
                 return None
             raise ValueError("must not be null (None)")
-        if spec.kind in ("int", "number") and not isinstance(value, str):
-            return to_number(value, spec)
         if spec.kind in ("int", "number"):  # text read from YAML is never a number
-            why = _not_a_number(value.strip())
-            raise ValueError(f"expected {spec.range_text()}, got {_show(value)}{why}")
+            return to_number(value, spec, text=False)
         if spec.kind == "list":
             raise ValueError(f"expected a list, got {_show(value)}")
         return _check_text(value, spec)
@@ -166,18 +165,8 @@ def _check_text(value: Any, spec: Spec) -> str:
 #: Kinds whose values are catalog ids (:mod:`rackbook.inputs.catalogs`).
 CATALOG = ("model", "gpu", "system", "price")
 
-
-def int_range(lo: float, bound: str | float, unit: str = "", **kw: Any) -> Spec:
-    """Integers ``lo``..``bound`` (a number or a :data:`BOUNDS` name) in ``unit``."""
-    hi = BOUNDS[bound] if isinstance(bound, str) else bound
-    return Spec("int", lo, hi, unit, **kw)
-
-
-def num_range(lo: float, hi: float, unit: str = "", **kw: Any) -> Spec:
-    """Numbers ``lo``..``hi`` in ``unit``."""
-    return Spec("number", lo, hi, unit, **kw)
-
-
+#: Integer and number :class:`Spec` of ``(lo, hi, unit, ...)``.
+INT, NUM = functools.partial(Spec, "int"), functools.partial(Spec, "number")
 KV_DTYPES = ("fp4", "fp8", "bf16")
 TOKENS = BOUNDS["context"]
 
@@ -191,28 +180,28 @@ KINDS: dict[str, Spec] = {
     ),
     "stat": Spec("choice", choices=("median", "mean", "pooled")),
     "kv_dtype": Spec("choice", choices=KV_DTYPES),
-    "tokens": int_range(1, TOKENS, "tokens"),
-    "context": int_range(0, TOKENS, "tokens"),
-    "gpus": int_range(1, "gpus", "GPUs"),
-    "replicas": int_range(1, "gpus", "replicas"),
-    "decode_ranks": int_range(1, "decode_ranks", "ranks"),
-    "ep_size": int_range(1, "ep_size", "ranks"),
-    "redundant": int_range(0, "redundant", "experts"),
-    "concurrency": int_range(1, "concurrency", "requests"),
-    "requests": int_range(1, "requests", "requests"),
-    "groups": int_range(1, "groups", "groups"),
-    "nodes": int_range(1, "nodes", "nodes"),
-    "windows": int_range(1, "layers", "windows"),
-    "layer": int_range(0, BOUNDS["layers"] - 1, "layer"),
-    "batch_size": int_range(1, "batch_size", "sequences per decode rank"),
-    "batch": int_range(1, "batch", "sequences per GPU"),
-    "skew": num_range(0, 10, "Zipf exponent"),
-    "fraction": num_range(0, 1, "fraction"),
-    "utilization": num_range(0, 1, "fraction", lo_open=True),
-    "percent": num_range(0, 1000, "%", lo_open=True),
-    "tok_s": num_range(0, 1e12, "tokens/s", lo_open=True),
-    "bytes": num_range(0, 1e15, "bytes", lo_open=True),
-    "acceptance": num_range(1, 64, "tokens per step"),
+    "tokens": INT(1, TOKENS, "tokens"),
+    "context": INT(0, TOKENS, "tokens"),
+    "gpus": INT(1, BOUNDS["gpus"], "GPUs"),
+    "replicas": INT(1, BOUNDS["gpus"], "replicas"),
+    "decode_ranks": INT(1, BOUNDS["decode_ranks"], "ranks"),
+    "ep_size": INT(1, BOUNDS["ep_size"], "ranks"),
+    "redundant": INT(0, BOUNDS["redundant"], "experts"),
+    "concurrency": INT(1, BOUNDS["concurrency"], "requests"),
+    "requests": INT(1, BOUNDS["requests"], "requests"),
+    "groups": INT(1, BOUNDS["groups"], "groups"),
+    "nodes": INT(1, BOUNDS["nodes"], "nodes"),
+    "windows": INT(1, BOUNDS["layers"], "windows"),
+    "layer": INT(0, BOUNDS["layers"] - 1, "layer"),
+    "batch_size": INT(1, BOUNDS["batch_size"], "sequences per decode rank"),
+    "batch": INT(1, BOUNDS["batch"], "sequences per GPU"),
+    "skew": NUM(0, 10, "Zipf exponent"),
+    "fraction": NUM(0, 1, "fraction"),
+    "utilization": NUM(0, 1, "fraction", lo_open=True),
+    "percent": NUM(0, 1000, "%", lo_open=True),
+    "tok_s": NUM(0, 1e12, "tokens/s", lo_open=True),
+    "bytes": NUM(0, 1e15, "bytes", lo_open=True),
+    "acceptance": NUM(1, 64, "tokens per step"),
 }
 _TYPE = re.compile(r"(\w+)([+*]?)(\??)")
 
@@ -284,15 +273,10 @@ def read_pairs(pairs: list[list[str]] | list[tuple[str, str]]) -> dict[str, Any]
 
 
 def check_given(
-    result: str,
-    values: Mapping[str, Any],
-    where: str,
-    defaults: Mapping[str, Any] | None = None,
-    *,
-    lookup: bool = False,
+    result: str, values: Mapping[str, Any], where: str, defaults: Mapping[str, Any] | None = None
 ) -> None:
     """The one check of ``result``'s notebook parameters given against their declarations
-    (catalog ids looked up with ``lookup``), then the rules between them over ``defaults``."""
+    (catalog ids looked up), then the rules between them over ``defaults``."""
     if result not in paths.RESULTS or not (paths.NOTEBOOKS / f"{result}.ipynb").is_file():
         return  # "all" or an unknown result (its own check says), or no checkout
     specs = declared(result)
@@ -301,8 +285,6 @@ def check_given(
         if spec is None:
             known = ", ".join(specs)
             raise InputError(where, field_name, f"not a parameter of this notebook; known: {known}")
-        if not lookup and spec.kind in CATALOG:
-            spec = Spec("text", nullable=spec.nullable)
         if name != "trace":  # the runner checks the folder
             check_value(value, spec, where, field_name)
     p = {**(defaults or {}), **values}  # the rules between them
@@ -357,21 +339,6 @@ LABELS: dict[str, Spec] = {k: KINDS[k] for k in ("batch_size", "concurrency", "d
 LABELS |= {"context_tokens": KINDS["context"], "num_gpus": KINDS["gpus"]}
 
 
-def flag_type(spec: Spec) -> Callable[[str], Any]:
-    """argparse ``type`` of a number flag declared by ``spec``."""
-
-    def parse(text: str) -> Any:
-        if text.strip().lower() in spec.choices:  # a word a number flag also takes (unknown)
-            return text.strip().lower()
-        try:
-            return to_number(text, spec)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.spec = spec  # type: ignore[attr-defined]  # what the tests read back
-    return parse
-
-
 def label(text: str) -> tuple[str, str]:
     """argparse ``type`` of ``--label KEY=VALUE`` (:data:`LABELS` keys read as integers)."""
     if "=" not in text or text.startswith("="):
@@ -385,9 +352,20 @@ def label(text: str) -> tuple[str, str]:
     return key, value
 
 
+#: Options that name a file or folder (argparse dests).
+PATH_OPTIONS = "output out html traces reuse save_json from_json topology params_file input"
+
+
 def check_args(args: argparse.Namespace) -> None:
-    """The rules between one verb's flags."""
+    """The rules between one verb's flags; no path option empty."""
+    for dest in PATH_OPTIONS.split():
+        if isinstance(value := getattr(args, dest, None), str) and not value.strip():
+            flag = {"output": "-o", "input": "input"}.get(dest, "--" + dest.replace("_", "-"))
+            raise InputError("''", flag, "an empty path: name a file or folder")
     if args.verb == "eplb":
         _check_nodes(args.nodes, args.ep_size, "--ep-size", "-", "--nodes")
     if args.verb == "check" and args.batch is not None and args.concurrency is not None:
         raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
+    if args.verb == "import" and (args.gpu is None) != (args.gpus is None):
+        given, missing = ("--gpu", "--gpus N") if args.gpus is None else ("--gpus", "--gpu ID")
+        raise InputError("-", given, f"needs {missing} too: declare the GPU and how many")

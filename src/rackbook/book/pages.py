@@ -308,7 +308,7 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
 
 def bibliography(registry: Registry | None = None) -> str:
     """A BibTeX ``@misc`` per cited URL; an aggregator's primary gets its own entry."""
-    from rackbook.inputs.published import load_figures
+    from rackbook.inputs.claims import load_figures
 
     reg = registry or load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}

@@ -19,8 +19,7 @@ from rackbook.cluster import recipes
 from rackbook.cluster.topology import load_topology
 from rackbook.core.units import plural
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import load_claims
-from rackbook.inputs.published import load_figures
+from rackbook.inputs.claims import load_claims, load_figures
 from rackbook.results.registry import ChapterTable
 
 #: Minutes from submitting a deployment to a healthy endpoint (an assumption the card states).

@@ -71,7 +71,7 @@ def check_parameters(
     from rackbook.inputs.loader import display_path
 
     shown = display_path(nb)
-    schema.check_given(result, params, shown, defaults, lookup=True)
+    schema.check_given(result, params, shown, defaults)
     merged = defaults | params
     if source != "trace":
         return

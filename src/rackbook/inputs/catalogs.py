@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, get_args
+from typing import Annotated, Any, ClassVar, Generic, Literal, Self, TypeVar, get_args
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -21,6 +21,7 @@ from rackbook.inputs import loader
 from rackbook.inputs.loader import Strict, field_error
 
 Precision = Literal["fp4", "fp8", "bf16"]
+T = TypeVar("T")
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 PosInt = Annotated[int, Field(gt=0)]
@@ -66,20 +67,26 @@ class _Sourced(Strict):
         return self
 
 
-class DenseFlops(Strict):
-    """Dense FLOP/s per GPU by precision; ``None`` where the GPU lacks it."""
-
-    fp4: GpuFlops | None
-    fp8: GpuFlops | None
-    bf16: GpuFlops | None
-
-
-class GpuSpec(_Sourced):
-    """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
-    memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
+class _Entry(_Sourced):
+    """A hardware catalog entry: its id (the key it is listed under), name and sources."""
 
     id: str = ""
     name: Text
+    sources: Urls
+
+
+class ByPrecision(Strict, Generic[T]):
+    """One entry per precision (dense FLOP/s per GPU, KV row formats); ``None`` where absent."""
+
+    fp4: T | None
+    fp8: T | None
+    bf16: T | None
+
+
+class GpuSpec(_Entry):
+    """One GPU (bytes, bytes/s; NVLink bidirectional). ``hbm_reported_bytes``: nvidia-smi's
+    memory.total; ``host_memory_bytes``: CPU memory over a coherent link (Grace LPDDR5X)."""
+
     hbm_capacity_bytes: MemBytes
     hbm_capacity_bytes_max: MemBytes | None = None
     hbm_reported_bytes: MemBytes | None = None
@@ -87,10 +94,9 @@ class GpuSpec(_Sourced):
     host_memory_bytes: MemBytes | None = None
     host_memory_source: Url | None = None
     hbm_bandwidth_bytes_per_s: HbmBw
-    dense_flops: DenseFlops
+    dense_flops: ByPrecision[GpuFlops]
     nvlink_bandwidth_bytes_per_s: LinkBw | None
     notes: str | None = None
-    sources: Urls
     SOURCED = dict(hbm_reported_bytes="hbm_reported_source", host_memory_bytes="host_memory_source")
 
     @property
@@ -115,11 +121,9 @@ class GpuSpec(_Sourced):
         raise InputError("-", f"gpus.{self.id}.dense_flops", f"no precision from {precision} up")
 
 
-class SystemSpec(_Sourced):
+class SystemSpec(_Entry):
     """A group of identical GPUs (a rack, a tray, a board); NIC bandwidth per GPU each way."""
 
-    id: str = ""
-    name: Text
     gpu: Text
     gpus: PosInt
     trays: PosInt | None
@@ -128,7 +132,6 @@ class SystemSpec(_Sourced):
     nvlink_bandwidth_bytes_per_s: PosFloat | None
     nic_bandwidth_bytes_per_s_per_gpu: LinkBw | None = None
     nic_source: Url | None = None
-    sources: Urls
     SOURCED = {"nic_bandwidth_bytes_per_s_per_gpu": "nic_source"}
 
     @model_validator(mode="after")
@@ -143,29 +146,23 @@ class SystemSpec(_Sourced):
 PriceKind = Literal["list price", "rental contract", "ownership-cost model", "modelled rental"]
 
 
-class PriceSpec(Strict):
+class PriceSpec(_Entry):
     """A price of one GPU-hour (US dollars) and what it is."""
 
-    id: str = ""
-    name: Text
     kind: PriceKind
     gpu: Text
     usd_per_gpu_hour: PosFloat
     approximate: bool = False
     notes: str | None = None
-    sources: Urls
 
 
-class TokenPriceSpec(Strict):
+class TokenPriceSpec(_Entry):
     """A cost calculator's prices (US dollars per million tokens), read on ``read``."""
 
-    id: str = ""
-    name: Text
     usd_per_m_uncached: PosFloat
     usd_per_m_cached: Annotated[float, Field(ge=0)]
     read: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
     notes: str | None = None
-    sources: Urls
 
     @model_validator(mode="after")
     def _cached_below_uncached(self) -> TokenPriceSpec:
@@ -180,6 +177,7 @@ class HardwareCatalog(Strict):
     systems: dict[str, SystemSpec]
     prices: dict[str, PriceSpec] = {}
     token_prices: dict[str, TokenPriceSpec] = {}
+    _file: str = PrivateAttr(default="-")
 
     @model_validator(mode="after")
     def _ids_and_gpus(self) -> HardwareCatalog:
@@ -279,12 +277,6 @@ class RowFormats(Strict):
     indexer: RowFormat
 
 
-class KvRowFormats(Strict):
-    fp4: RowFormats | None
-    fp8: RowFormats | None
-    bf16: RowFormats | None
-
-
 class KvRelative(Strict):
     model: Text
     factor: PosFloat
@@ -298,7 +290,7 @@ class KvCache(Strict):
     owning_layers: list[NonNegInt] | None
     compression_ratios: list[PosInt] | None
     consumers: list[PosInt] | None = None
-    row_formats: KvRowFormats | None
+    row_formats: ByPrecision[RowFormats] | None
     relative_to: KvRelative | None
     source: Url
 
@@ -361,13 +353,9 @@ class ModelSpec(Strict):
         return own if own is not None else self.params.active
 
 
-def _hardware_path(path: str | Path | None) -> Path:
-    return paths.DATA / "hardware.yaml" if path is None else paths.resolve(path)
-
-
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
     """Load and validate the hardware catalog (default ``data/hardware.yaml``)."""
-    return loader.load(HardwareCatalog, _hardware_path(path))
+    return loader.load(HardwareCatalog, paths.DATA / "hardware.yaml" if path is None else path)
 
 
 def _folded(entries: dict[str, Any], key: str) -> str:
@@ -380,17 +368,14 @@ def _required(model: type[Strict]) -> str:
 
 
 def _lookup(section: str, what: str, key: str, path: str | Path | None = None) -> Any:
-    entries = getattr(load_hardware(path), section)
+    cat = load_hardware(path)
+    entries, shown = getattr(cat, section), cat._file
     key = _folded(entries, key)
     if key not in entries:
-        shown = loader.display_path(_hardware_path(path))
         fields = _required(get_args(HardwareCatalog.model_fields[section].annotation)[1])
-        raise InputError(
-            shown,
-            f"{section}.{key}",
-            f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
-            f"under {section}: in {shown} with the fields {fields}",
-        )
+        problem = f"unknown {what}; known: {', '.join(sorted(entries))}; to add one, add an entry "
+        problem += f"under {section}: in {shown} with the fields {fields}"
+        raise InputError(shown, f"{section}.{key}", problem)
     return entries[key]
 
 
@@ -463,13 +448,9 @@ def load_model(id_or_path: str | Path) -> ModelSpec:
         what = " (a Hugging Face id)" if is_hf_id(text) else ""
         slug = text.rsplit("/", 1)[-1].lower()
         new = f"{shown}/{slug}.yaml" if re.fullmatch(r"[\w.-]{1,96}", slug) else f"{shown}/ID.yaml"
-        raise InputError(
-            shown,
-            "model",
-            f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add it, "
-            f"write {new} with the fields {_required(ModelSpec)} (copy a known "
-            "model's file and change what differs)",
-        )
+        problem = f"unknown model {text!r}{what}; known: {', '.join(known) or '(none)'}; to add "
+        problem += f"it, write {new} with the fields {_required(ModelSpec)} (copy a known model's "
+        raise InputError(shown, "model", problem + "file and change what differs)")
     spec = loader.load(ModelSpec, paths.DATA / "models" / f"{text}.yaml")
     if spec.id != text:
         raise InputError(spec.file, "id", f"{spec.id!r} differs from the file name {text!r}")
@@ -500,12 +481,9 @@ def _display_names(data: Path) -> dict[str, str]:
 
 def cli_catalog(args: Any) -> int:
     """``rackbook catalog [--json]``: the models, GPUs and systems that check and kv-bytes know."""
-    hw = load_hardware()
-    doc = {
-        "models": [{"id": m, "name": load_model(m).name} for m in list_models()],
-        "gpus": [{"id": k, "name": g.name} for k, g in sorted(hw.gpus.items())],
-        "systems": [{"id": k, "name": s.name} for k, s in sorted(hw.systems.items())],
-    }
+    hw, models = load_hardware(), {m: load_model(m) for m in list_models()}
+    sections: dict[str, dict[str, Any]] = {"models": models, "gpus": hw.gpus, "systems": hw.systems}
+    doc = {k: [{"id": i, "name": v[i].name} for i in sorted(v)] for k, v in sections.items()}
     if args.json:
         print(json.dumps(doc))
         return 0

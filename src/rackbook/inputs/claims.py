@@ -1,24 +1,28 @@
 """The claims registry, ``data/claims.yaml``: every published number of the book's results with
-scope and source, validated on load (a problem is one InputError naming file, ``claims[<id>]``
-and field). Units are each claim's ``unit`` (``%``, ``tok/s``, ``ms``, ``x``, ``1``, ...)."""
+scope and source; and the figures bearing on them found in posts, PRs and price lists
+(``data/published/figures.yaml``: value, unit, conditions, source URL, date and quote, whether
+read first-hand, the claim and its ``role`` there; sources rejected). Both validated on load (a
+problem is one InputError naming file, ``claims[<id>]`` and field); units are each entry's."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
 from rackbook.errors import InputError
 from rackbook.inputs import loader
+from rackbook.inputs.catalogs import PriceKind, Text, Url
 
 Status = Literal["located", "not-located", "partly-located"]
 #: Basis parts a claim takes from its scope (and the engine, always vLLM).
 SCOPE_PARTS = ("model", "hardware", "gpu_count", "engine")
 Comparison = Literal["bound", "range", "ratio", "equal"]
-URL = r"^https?://\S+$"
 
 
 class _Model(BaseModel):
@@ -32,25 +36,19 @@ class Range(_Model):
     high: float
 
     @model_validator(mode="after")
-    def _ordered(self) -> Range:
-        if not self.low < self.high:
-            problem = f"high ({self.high:g}) must be above low ({self.low:g})"
+    def _ordered(self) -> Self:
+        if self.high < self.low or (self.high == self.low and type(self) is Range):
+            word = "above" if type(self) is Range else "at least"
+            problem = f"high ({_number(self.high)}) must be {word} low ({_number(self.low)})"
             raise loader.field_error("high", problem)
         return self
 
 
-class Span(_Model):
+class Span(Range):
     """An integer span of a scope dimension (batch in requests, context in tokens)."""
 
     low: int = Field(ge=0)
     high: int = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Span:
-        if self.high < self.low:
-            problem = f"high ({self.high}) must not be below low ({self.low})"
-            raise loader.field_error("high", problem)
-        return self
 
     def text(self, sep: str = "-") -> str:
         """``8-256``, or ``8`` for a single value."""
@@ -77,15 +75,9 @@ class Scope(_Model):
     def summary(self) -> str:
         """One line such as ``DeepSeek-V4.1-Flash · GB300 NVL72 · 72 GPUs``."""
         n, batch, ctx = self.gpu_count, self.batch_sizes, self.context_tokens
-        parts: list[str | None] = [
-            self.model,
-            self.hardware,
-            None if n is None else f"{n} GPU" + ("s" if n != 1 else ""),
-            None if batch is None else f"batch {batch.text()}",
-            None if ctx is None else f"context {ctx.text(' -> ')} tokens",
-            self.precision,
-        ]
-        return " · ".join(p for p in parts if p) or "not stated"
+        parts: list[Any] = [self.model, self.hardware, n and f"{n} GPU{'s' if n != 1 else ''}"]
+        parts += [batch and f"batch {batch.text()}", ctx and f"context {ctx.text(' -> ')} tokens"]
+        return " · ".join(p for p in [*parts, self.precision] if p) or "not stated"
 
 
 class Metric(_Model):
@@ -101,16 +93,15 @@ class ClaimSource(_Model):
 
     status: Status
     seen_in: str = Field(min_length=1)
-    primary: str | None = Field(pattern=URL)
+    primary: Url | None
     refs: list[str] = Field(default_factory=list)
     notes: str | None = None
 
     @model_validator(mode="after")
     def _status_matches_primary(self) -> ClaimSource:
-        if self.status == "not-located" and self.primary is not None:
-            raise loader.field_error("primary", "must be null when status is not-located")
-        if self.status != "not-located" and self.primary is None:
-            raise loader.field_error("primary", f"a URL is required when status is {self.status}")
+        if (self.status == "not-located") != (self.primary is None):
+            why = "must be null" if self.primary else "a URL is required"
+            raise loader.field_error("primary", f"{why} when status is {self.status}")
         return self
 
 
@@ -119,7 +110,7 @@ class Source(_Model):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str = Field(min_length=1)
-    url: str | None = Field(pattern=URL)
+    url: Url | None
     status: Status
     notes: str | None = None
 
@@ -181,22 +172,23 @@ class Claim(_Model):
     @property
     def figure_basis(self) -> basis_mod.Basis:
         """The claim's full basis: ``basis`` with model, hardware and GPU count from scope."""
-        s = self.scope
-        return basis_mod.make(
-            {
-                "model": s.model or basis_mod.UNKNOWN,
-                "hardware": s.hardware or basis_mod.UNKNOWN,
-                "gpu_count": s.gpu_count,
-                "engine": "vLLM",
-                **self.basis,
-            },
-            claim=True,
-        )
+        s, unknown = self.scope, basis_mod.UNKNOWN
+        own: dict[str, Any] = {"model": s.model or unknown, "hardware": s.hardware or unknown}
+        own |= {"gpu_count": s.gpu_count, "engine": "vLLM"}
+        return basis_mod.make(own | self.basis, claim=True)
 
     @property
     def value_text(self) -> str:
-        """The published figure with its unit, e.g. ``954,000 tok/s``."""
-        return format_value(self)
+        """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``."""
+        if self.values is not None:
+            low, high = (_number(x, self.signed) for x in (self.values.low, self.values.high))
+            if self.unit in ("1", "x") or self.unit.startswith("$/"):
+                return f"{_with_unit(low, self.unit)} to {_with_unit(high, self.unit)}"
+            return f"{low} to {high} {self.unit}"  # the spaced unit once, at the end
+        text = _with_unit(_number(self.value or 0, self.signed), self.unit)
+        if self.comparison == "bound":
+            return ("< " if self.direction == "upper" else "> ") + text
+        return text
 
 
 class Registry(_Model):
@@ -212,9 +204,8 @@ class Registry(_Model):
         loader.check_unique_ids(self.claims, "claims")
         known = {s.id for s in self.sources}
         for i, c in enumerate(self.claims):
-            refs = {"seen_in": c.source.seen_in} | {
-                f"refs.{j}": r for j, r in enumerate(c.source.refs)
-            }
+            refs = {f"refs.{j}": r for j, r in enumerate(c.source.refs)}
+            refs = {"seen_in": c.source.seen_in, **refs}
             for field, ref in refs.items():
                 if ref not in known:
                     problem = f"unknown source id {ref!r}; known: {', '.join(sorted(known))}"
@@ -267,8 +258,7 @@ class Registry(_Model):
 
     def tolerance(self, claim_id: str) -> float:
         """How far a reproduced number may sit from the published one (0 when none is set)."""
-        c = self.get(claim_id)
-        return c.tolerance.absolute if c.tolerance is not None else 0.0
+        return t.absolute if (t := self.get(claim_id).tolerance) is not None else 0.0
 
     def source(self, source_id: str) -> Source:
         """The source with this id."""
@@ -304,15 +294,119 @@ def _with_unit(number: str, unit: str) -> str:
     return f"{number} {unit}"
 
 
-def format_value(claim: Claim) -> str:
-    """The published figure as text: ``954,000 tok/s``, ``+35 to +44 %``, ``< 6 %``, ``7.9x``."""
-    if claim.values is not None:
-        low, high = (_number(x, claim.signed) for x in (claim.values.low, claim.values.high))
-        if claim.unit in ("1", "x") or claim.unit.startswith("$/"):
-            return f"{_with_unit(low, claim.unit)} to {_with_unit(high, claim.unit)}"
-        return f"{low} to {high} {claim.unit}"  # the spaced unit once, at the end
-    assert claim.value is not None  # guaranteed by validation
-    text = _with_unit(_number(claim.value, claim.signed), claim.unit)
-    if claim.comparison == "bound":
-        return ("< " if claim.direction == "upper" else "> ") + text
-    return text
+Role = Literal["measurement", "analogue", "context"]
+#: Price kinds that come from a cost model, not a provider's price list.
+MODELLED_PRICES: tuple[str, ...] = ("ownership-cost model", "modelled rental")
+#: Basis parts a figure takes from its own fields.
+FROM_FIELDS = "model hardware gpu_count engine engine_version isl osl concurrency spec_method"
+_FIELD = {"gpu_count": "gpus", "spec_method": "speculative"}
+#: Where the registry lives.
+REGISTRY = "data/published/figures.yaml"
+
+
+def _iso_date(v: str) -> str:
+    with contextlib.suppress(ValueError):
+        if len(v) == 10 and _dt.date.fromisoformat(v):
+            return v
+    raise ValueError(f"{v!r} is not a date YYYY-MM-DD")
+
+
+IsoDate = Annotated[str, AfterValidator(_iso_date)]
+Positive = Annotated[int | None, Field(gt=0)]
+
+
+class Figure(loader.Strict):
+    """One published figure (``value`` in ``unit``; ``None`` where the source does not say):
+    ``read`` the date this project read it, ``secondary`` read in an aggregator, ``superseded``
+    a later change that supersedes it, ``basis`` from the source's own definitions."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    claim: str
+    role: Role
+    value: float
+    unit: Text
+    definition: Text
+    model: Text
+    precision: str | None = None
+    hardware: str | None = None
+    gpus: Positive = None
+    engine: str | None = None
+    engine_version: str | None = None
+    isl: Positive = None
+    osl: Positive = None
+    concurrency: Positive = None
+    speculative: str | None = None
+    tok_s_per_user: Annotated[float | None, Field(gt=0)] = None
+    submitter: Text
+    url: Url
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,40}$")
+    date: IsoDate | None = None
+    read: IsoDate
+    quote: str = Field(min_length=1, max_length=240)
+    verified: bool
+    secondary: bool = False
+    price_kind: PriceKind | None = None
+    basis: dict[str, Any]
+    superseded: str | None = None
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _basis(self) -> Figure:
+        loader.check_basis_block(self, FROM_FIELDS.split(), "the figure's own field")
+        if self.unit.startswith("$/") and self.price_kind is None:
+            kinds = ", ".join(get_args(PriceKind))
+            raise loader.field_error("price_kind", f"a price must say what it is: one of {kinds}")
+        return self
+
+    @property
+    def modelled(self) -> bool:
+        """True for a price that comes from a cost model, not a provider's price list."""
+        return self.price_kind in MODELLED_PRICES
+
+    @property
+    def figure_basis(self) -> basis_mod.Basis:
+        """The figure's full basis (:class:`rackbook.core.basis.Basis`)."""
+        own = {k: getattr(self, _FIELD.get(k, k)) for k in FROM_FIELDS.split()}
+        na = {k: own[k] or basis_mod.NA for k in ("hardware", "engine")}
+        return basis_mod.make(own | na | self.basis)
+
+
+class Rejected(loader.Strict):
+    """A source looked at for a claim and not added as a figure: what it holds and why not."""
+
+    source: Text
+    claim: str
+    url: Url
+    read: IsoDate
+    found: Text
+    why: Text
+
+
+class FigureRegistry(loader.Strict):
+    """All published figures (ids unique) and the sources rejected."""
+
+    figures: list[Figure]
+    rejected: list[Rejected] = Field(default_factory=list)
+    _file: str = PrivateAttr(default="-")
+
+    @model_validator(mode="after")
+    def _unique(self) -> FigureRegistry:
+        loader.check_unique_ids(self.figures, "figures")
+        return self
+
+    def get(self, figure_id: str) -> Figure:
+        """The figure with this id (KeyError when absent)."""
+        return {f.id: f for f in self.figures}[figure_id]
+
+
+def load_figures(path: str | Path = REGISTRY, registry: Registry | None = None) -> FigureRegistry:
+    """Read and validate the figure registry (default :data:`REGISTRY`); every ``claim`` must be
+    an id of the claims registry (``registry``, default ``data/claims.yaml``)."""
+    reg = loader.load(FigureRegistry, path)
+    known = set((registry or load_claims()).ids)
+    bad = [(f"figures[{f.id or i}]", f.claim) for i, f in enumerate(reg.figures)]
+    bad += [(f"rejected[{i}]", r.claim) for i, r in enumerate(reg.rejected)]
+    for where, claim in bad:
+        if claim not in known:
+            raise InputError(reg._file, f"{where}.claim", f"unknown claim id {claim!r}")
+    return reg

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -99,12 +99,9 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
+        problem = f"duplicate key {key!r}" if isinstance(key, Hashable) and key in seen else ""
+        if not isinstance(key, Hashable):
             problem = f"a mapping key must be text or a number, not a {type(key).__name__}"
-        else:
-            problem = f"duplicate key {key!r}" if key in seen else ""
         if problem:
             raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         seen.add(key)
@@ -123,11 +120,10 @@ _ALIAS = re.compile(r"(?:^|[\s\[\]{},])\*[^\s\[\]{},]", re.MULTILINE)
 
 
 def _shallow(text: str) -> bool:
-    depth = deepest = 0
+    depth = 0
     for c in _BRACKETS.sub("", text):
         depth += 1 if c in "[{" else -1
-        deepest = max(deepest, depth)
-        if deepest > _SHALLOW_DEPTH:
+        if depth > _SHALLOW_DEPTH:
             return False
     indent = max((len(m) for m in _INDENT.findall(text)), default=0)
     return indent // 2 <= _SHALLOW_DEPTH
@@ -190,10 +186,9 @@ def read_yaml(path: str | Path, *, yaml12: bool = False) -> Any:
     shown = display_path(p)
     try:
         limits.input_file(p, what="YAML file", missing="file not found", cap_mb=limits.YAML_MAX_MB)
+        data = p.read_bytes()
     except InputError as exc:
         raise InputError(shown, exc.field, exc.problem) from None
-    try:
-        data = p.read_bytes()
     except OSError as exc:
         raise InputError(shown, "-", f"cannot read: {exc.strerror or exc}") from None
     key = hashlib.blake2b(data + (b"\0yaml1.2" if yaml12 else b""), digest_size=20).digest()
@@ -278,9 +273,8 @@ def validate(model: type[M], raw: Any, file: str | Path) -> M:
     try:
         obj = model.model_validate(raw)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        first, *rest = exc.errors()
+        more = f" (+{len(rest)} more)" if rest else ""
         raise InputError(file, _field_path(raw, first), problem_text(first) + more) from None
     if "_file" in model.__private_attributes__:  # what errors about the entry name
         setattr(obj, "_file", file)  # noqa: B010 - a private attribute mypy does not see

@@ -19,16 +19,6 @@ def _bad(name: str, problem: str) -> InputError:
     return InputError("-p", name, problem)
 
 
-def _ints(name: str, text: str) -> tuple[int, ...]:
-    try:
-        vals = tuple(int(x) for x in str(text).split(",") if x.strip())
-    except ValueError:
-        raise _bad(name, f"{text!r} is not a comma-separated list of integers") from None
-    if not vals or min(vals) <= 0:
-        raise _bad(name, "needs at least one value, all > 0")
-    return vals
-
-
 @dataclass(frozen=True)
 class PlanPoint:
     """One measured window: ``shards`` bench clients (one per replica) at once; each prompt
@@ -48,10 +38,8 @@ class PlanPoint:
 
     def raw_names(self) -> list[str]:
         base = self.raw_name or f"{self.point_id}.json"
-        if self.shards == 1:
-            return [base]
         stem = base.removesuffix(".json")
-        return [f"{stem}.s{k}.json" for k in range(self.shards)]
+        return [base] if self.shards == 1 else [f"{stem}.s{k}.json" for k in range(self.shards)]
 
 
 @dataclass(frozen=True)
@@ -77,8 +65,6 @@ class Scenario:
     warmup: bool = True
 
     name: ClassVar[str] = ""
-    #: parameters whose value is a comma-separated list of these strings (not integers)
-    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {}
     NOTE: ClassVar[str] = ""  # for run.json
     #: Token counts one sequence holds (a list: its largest); max_model_len holds their sum.
     HOLDS: ClassVar[tuple[str, ...]] = ("input_len", "output_len")
@@ -94,14 +80,20 @@ class Scenario:
             if name not in fields:
                 raise _bad(name, f"unknown parameter; known: {', '.join(fields)}")
             default, text = fields[name].default, str(text)
-            if name in cls.STR_LISTS:
+            if isinstance(default, tuple) and isinstance(default[0], str):  # a subset of these
                 vals = tuple(x.strip() for x in text.split(",") if x.strip())
-                allowed = cls.STR_LISTS[name]
-                if not vals or any(v not in allowed for v in vals):
-                    raise _bad(name, f"comma-separated subset of {','.join(allowed)}")
+                if not vals or any(v not in default for v in vals):
+                    raise _bad(name, f"comma-separated subset of {','.join(default)}")
                 kw[name] = vals
             elif isinstance(default, tuple):
-                kw[name] = _ints(name, text)
+                try:
+                    kw[name] = tuple(int(x) for x in text.split(",") if x.strip())
+                except ValueError:
+                    raise _bad(
+                        name, f"{text!r} is not a comma-separated list of integers"
+                    ) from None
+                if not kw[name] or min(kw[name]) <= 0:
+                    raise _bad(name, "needs at least one value, all > 0")
             elif isinstance(default, bool):
                 if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
                     raise _bad(name, f"{text!r} is not a boolean")
@@ -137,28 +129,24 @@ class Scenario:
 
     def parameters(self) -> dict[str, Any]:
         """The scenario's parameters as JSON values (for run.json)."""
-        return {
-            k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()
-        }
+        items = dataclasses.asdict(self).items()
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in items}
 
     def serve_args(self) -> list[str]:
         """``vllm serve`` flags every server of the scenario gets."""
-        # fmt: off
-        return [
-            "--load-format", "dummy", "--dtype", self.dtype, "--max-model-len",
-            str(self.max_model_len), "--max-num-seqs", str(self.max_num_seqs), "--enforce-eager",
-            "--seed", str(self.seed), "--served-model-name", self.served_model_name,
-        ]
-        # fmt: on
+        sizes = f"--max-model-len {self.max_model_len} --max-num-seqs {self.max_num_seqs}"
+        args = ["--load-format", "dummy", "--dtype", self.dtype, *sizes.split(), "--enforce-eager"]
+        return [*args, "--seed", str(self.seed), "--served-model-name", self.served_model_name]
 
     def phases(self) -> list[Phase]:
         raise NotImplementedError
 
     def _pt(self, *sizes: int, point_id: str, **kw: Any) -> PlanPoint:
         """A point of ``sizes`` (input_len, output_len, num_prompts, concurrency), config the
-        served model and ``seed`` unless ``kw`` says, labelled engine vllm-serve."""
+        served model and ``seed`` unless ``kw`` says, labelled engine vllm-serve and ``labels``."""
         config, seed = kw.pop("config", self.served_model_name), kw.pop("seed", self.seed)
-        labels = (("engine", "vllm-serve"), *kw.pop("labels", ()))
+        named = {"engine": "vllm-serve", **kw.pop("labels", {})}
+        labels = tuple((k, str(v)) for k, v in named.items())
         i, o, n, c = sizes
         return PlanPoint(point_id, config, i, o, n, c, seed, labels=labels, **kw)
 
@@ -182,7 +170,6 @@ class DecodeParity(Scenario):
     engines: tuple[str, ...] = ("serve", "offline")
 
     name: ClassVar[str] = "decode-parity"
-    STR_LISTS: ClassVar[dict[str, tuple[str, ...]]] = {"engines": ("serve", "offline")}
     IN_FLIGHT: ClassVar[tuple[str, ...]] = ("batch_sizes",)
 
     def point_id(self, engine: str, batch: int) -> str:
@@ -197,7 +184,7 @@ class DecodeParity(Scenario):
                 self.prompts_per_batch * b * r,
                 b * r,  # client concurrency: b requests on each decode rank
                 point_id=self.point_id("serve", b),
-                labels=(("batch_size", str(b)), ("decode_ranks", str(r))),
+                labels={"batch_size": b, "decode_ranks": r},
                 raw_name=f"b{b}.json",
             )
             for b in self.batch_sizes
@@ -221,15 +208,10 @@ class ContextLatency(Scenario):
     IN_FLIGHT: ClassVar[tuple[str, ...]] = ("concurrency",)
 
     def phases(self) -> list[Phase]:
+        sizes = (self.output_len, self.num_requests, self.concurrency)
         return self._serve(
             self._pt(
-                n,
-                self.output_len,
-                self.num_requests,
-                self.concurrency,
-                point_id=f"ctx-{n}",
-                seed=self.seed + k,
-                labels=(("context_tokens", str(n)),),
+                n, *sizes, point_id=f"ctx-{n}", seed=self.seed + k, labels={"context_tokens": n}
             )
             for k, n in enumerate(self.context_lengths)
         )
@@ -280,19 +262,16 @@ class PrefillGain(Scenario):
     def check(self) -> None:
         super().check()
         for name in ("serve_args_a", "serve_args_b"):
-            bad = [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]
-            if bad:
+            if bad := [a for a in shlex.split(getattr(self, name)) if a in ("--host", "--port")]:
                 raise _bad(name, f"must not set {bad[0]} (the harness sets it)")
 
     def phases(self) -> list[Phase]:
         sizes = (self.new_tokens, self.output_len, self.num_requests, 1)
+        pt = functools.partial(self._pt, *sizes, prefix_len=self.prefix_tokens)
         out = []
         for label, extra in (("A", self.serve_args_a), ("B", self.serve_args_b)):
-            pt = self._pt(
-                *sizes, point_id=f"prefill-{label}", config=label, prefix_len=self.prefix_tokens
-            )
             args = (*self.serve_args(), "--enable-prefix-caching", *shlex.split(extra))
-            out.append(Phase(label, args, 1, (pt,)))
+            out.append(Phase(label, args, 1, (pt(point_id=f"prefill-{label}", config=label),)))
         return out
 
 
@@ -341,7 +320,7 @@ class RackScaling(Scenario):
             seed=self.seed + 16 * k,
             prefix_len=self.prefix_len,
             shards=1 if gpus else int(config.removesuffix("x")),
-            labels=(("num_gpus", str(gpus)),) if gpus else (),
+            labels={"num_gpus": gpus} if gpus else {},
         )
 
     def phases(self) -> list[Phase]:
@@ -351,10 +330,8 @@ class RackScaling(Scenario):
             rack = self._point(1, "rack", self.concurrency, self.deployment_gpus)
             args = tuple(self.serve_args())
             return [Phase("reference", args, 1, (ref,)), Phase("deployment", args, 1, (rack,))]
-        pts = tuple(
-            self._point(k, f"{r}x", self.concurrency)
-            for k, r in enumerate(sorted(set(self.replicas)))
-        )
+        replicas = sorted(set(self.replicas))
+        pts = tuple(self._point(k, f"{r}x", self.concurrency) for k, r in enumerate(replicas))
         return [Phase("replicas", tuple(self.serve_args()), max(self.replicas), pts)]
 
 
@@ -407,10 +384,8 @@ def fit_endpoint(
     return sc
 
 
-SCENARIOS: dict[str, type[Scenario]] = {
-    c.name: c
-    for c in (DecodeParity, RackScaling, PrefillGain, EplbBalance, ContextLatency, SingleUser)
-}
+_PLANS = (DecodeParity, RackScaling, PrefillGain, EplbBalance, ContextLatency, SingleUser)
+SCENARIOS: dict[str, type[Scenario]] = {c.name: c for c in _PLANS}
 
 
 def scenario(name: str, params: dict[str, str], check: bool = True) -> Scenario:

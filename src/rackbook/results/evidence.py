@@ -19,7 +19,7 @@ from rackbook.core.basis import Difference
 from rackbook.core.units import plural
 from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
-from rackbook.inputs import published as figures_registry
+from rackbook.inputs import claims as figures_registry
 from rackbook.results import comparability as cmp
 from rackbook.results import published_rows as pr
 from rackbook.results.certainty import MODELLED_NOTE

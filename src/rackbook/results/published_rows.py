@@ -20,8 +20,8 @@ from rackbook.core import basis as basis_mod
 from rackbook.core import jsliteral, traces
 from rackbook.core.units import ratio_text as ratio_text
 from rackbook.inputs import claims as claims_registry
+from rackbook.inputs import claims as figures_registry
 from rackbook.inputs import loader
-from rackbook.inputs import published as figures_registry
 
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {

@@ -32,7 +32,7 @@ def _points(rows: Any) -> Any:
 
 def _modelled(pts: Any) -> Any:
     """Which points are a modelled price of the figures registry (by source and value)."""
-    from rackbook.inputs.published import load_figures
+    from rackbook.inputs.claims import load_figures
 
     modelled = {(f.url, float(f.value)) for f in load_figures().figures if f.modelled}
     return np.array(
