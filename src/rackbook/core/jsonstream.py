@@ -43,6 +43,10 @@ def _int(text: str) -> int:
 
 
 _DECODER = json.JSONDecoder(parse_int=_int)
+_REFUSED = {
+    RecursionError: f"nested deeper than {MAX_DEPTH} levels (refused)",
+    OverflowError: f"a number of more than {MAX_NUMBER_CHARS} characters",
+}
 
 
 @dataclass(frozen=True)
@@ -80,10 +84,10 @@ def _estimate(text: bytes) -> int:
     return len(text) + 40 * items + 64 * (text.count(b"{") + text.count(b"["))
 
 
-def _floats(got: list[Any]) -> np.ndarray | None:
+def _floats(got: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
     with contextlib.suppress(ValueError, TypeError):
         arr = np.array(got, dtype=np.float64)
-        return arr if arr.ndim == 1 else None
+        return (arr, arr) if arr.ndim == 1 else None
     return None
 
 
@@ -170,19 +174,15 @@ class _Reader:
                 s = codecs.utf_8_decode(text, None, at_end)[0]
                 v, end = _DECODER.raw_decode(s)
             except UnicodeDecodeError as exc:
-                byte = f"byte 0x{text[exc.start]:02x}"
-                problem = f"not UTF-8 text: {byte} (save the file as UTF-8)"
+                problem = f"not UTF-8 text: byte 0x{text[exc.start]:02x} (save the file as UTF-8)"
                 raise self.fail(self.pos + exc.start, problem) from None
             except json.JSONDecodeError as exc:  # near the window's end: maybe a cut
                 cut = exc.msg.startswith("Unterminated string")
                 if at_end or (exc.pos < len(s) - 16 and not cut):
                     at = len(self.buf) if cut else self.pos + len(s[: exc.pos].encode())
                     raise self.fail(at, f"not valid JSON: {exc.msg}") from None
-            except RecursionError:
-                raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)") from None
-            except OverflowError:
-                why = f"a number of more than {MAX_NUMBER_CHARS} characters"
-                raise self.fail(path, why) from None
+            except (RecursionError, OverflowError) as exc:
+                raise self.fail(path, _REFUSED[type(exc)]) from None
             end = end if at_end or 0 <= end < len(s) - 16 else -1
         self.walk(v, path, depth)
         n = len(s[:end].encode())
@@ -196,7 +196,7 @@ class _Reader:
         if not isinstance(v, (list, dict)):
             return
         if depth >= MAX_DEPTH:
-            raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)")
+            raise self.fail(path, _REFUSED[RecursionError])
         if isinstance(v, dict) and len(v) > MAX_KEYS:
             raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
         for k, x in v.items() if isinstance(v, dict) else enumerate(v):
@@ -247,53 +247,49 @@ class _Reader:
             yield got
             c = self.step(0x5D)
 
-    def numbers(
-        self, path: tuple[Any, ...], bound: int, what: str, name: str, flat0: int = 0
-    ) -> np.ndarray:
-        """The list at ``pos`` as float64, at most ``bound`` entries; a non-number is ``NAME[i]``,
-        ``i`` counted from ``flat0``."""
-        n, parts = 0, list[np.ndarray]()
+    def array(
+        self, path: tuple[Any, ...], kind: str, c: Counts, name: str, row: int = -1, at: int = 0
+    ) -> Any:
+        """The list at ``pos`` in pieces: of numbers (a ragged list's ``row``: at most ``c.inner``)
+        as float64, a non-number named ``NAME[at + i]``; of lists of numbers (``RAGGED``) as
+        :class:`Ragged`, a long one read as numbers."""
+        ragged, lens, parts, n, total = kind == RAGGED, [], [], 0, 0
+        bound = c.inner if row >= 0 else c.entries
+        what = "numbers of one list" if row >= 0 else f"rackbook's bound on {c.name}"
+        out = np.zeros(0)  # RAGGED: the values, written in place (no copy at the end)
 
-        def one(c: int) -> np.ndarray:
-            v = self.value((*path, n), 2)
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise self.fail(f"{name or _field(path)}[{flat0 + n}]", "not a number")
-            return np.array([v], dtype=np.float64)
-
-        for arr in self.items(NUMBERS, one):
-            n += len(arr)
-            if n > bound:
-                raise self.over(path, bound, "entries", what)
-            parts.append(arr)
-        return np.concatenate(parts) if parts else np.zeros(0)
-
-    def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
-        """A list of lists of numbers at ``pos``: runs of lists at once, a long list in pieces."""
-        lens, rows, total = [], 0, 0
-        out = np.zeros(0)  # the values, written in place (no copy at the end)
-
-        def one(c: int) -> tuple[np.ndarray, np.ndarray]:
-            if c in (0x5D, -1):
+        def one(b: int) -> tuple[np.ndarray, np.ndarray]:
+            if not ragged:
+                v = self.value((*path, n), 2)
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise self.fail(f"{name}[{at + n}]", "not a number")
+                return (v := np.array([v], dtype=np.float64)), v
+            if b in (0x5D, -1):
                 raise self.bad("Expecting value")
-            if c != 0x5B:
-                raise self.fail(f"{key}[{rows}]", counts.not_list)
-            flat = (key, total) if counts.flat_index else ("", 0)
-            v = self.numbers((*path, rows), counts.inner, "numbers of one list", *flat)
+            if b != 0x5B:
+                raise self.fail(f"{name}[{n}]", c.not_list)
+            flat = (name, total) if c.flat_index else (_field((*path, n)), 0)
+            v = self.array((*path, n), NUMBERS, c, flat[0], n, flat[1])
             return np.array([len(v)]), v
 
-        for k, v in self.items(RAGGED, one):
-            if len(k) and int(k.max()) > counts.inner:
-                i = rows + int(np.argmax(k > counts.inner))
-                raise self.over((*path, i), counts.inner, "entries", "numbers of one list")
-            rows, total = rows + len(k), total + len(v)
-            if rows > counts.entries:
-                raise self.over(path, counts.entries, "lists", f"rackbook's bound on {counts.name}")
-            if total > counts.total:
-                raise self.over(path, counts.total, "numbers in all", "rackbook's bound")
+        for k, v in self.items(kind, one):
+            if ragged and len(k) and int(k.max()) > c.inner:
+                i = n + int(np.argmax(k > c.inner))
+                raise self.over((*path, i), c.inner, "entries", "numbers of one list")
+            n, total = n + len(k), total + len(v)
+            if n > bound:
+                raise self.over(path, bound, "lists" if ragged else "entries", what)
+            if ragged and total > c.total:
+                raise self.over(path, c.total, "numbers in all", "rackbook's bound")
+            if not ragged:
+                parts.append(v)
+                continue
             lens.append(k)
             if not len(out):  # room for every number the file can hold, resident as written
-                out = np.empty(max(min(counts.total, self.most_numbers), total), np.float64)
+                out = np.empty(max(min(c.total, self.most_numbers), total), np.float64)
             out[total - len(v) : total] = v
+        if not ragged:
+            return np.concatenate(parts) if parts else np.zeros(0)
         # a view: the pages past ``total`` were never written, so never resident
         return Ragged(np.concatenate(lens) if lens else np.zeros(0, np.int64), out[:total])
 
@@ -307,18 +303,13 @@ class _Reader:
             if self.ws() != 0x3A:
                 raise self.bad("Expecting ':' delimiter")
             self.pos += 1
-            given = top.get(key)
-            kind = given if self.ws() == 0x5B else None
+            kind = top.get(key) if self.ws() == 0x5B else None
             if kind == SKIP:
                 for _ in self.items(SKIP, lambda c: [self.value((key,), 2, False)]):  # noqa: B023
                     pass
-            elif kind == NUMBERS:
-                out[key] = self.numbers(
-                    (key,), counts.entries, f"rackbook's bound on {counts.name}", key
-                )
-            elif kind == RAGGED:
-                out[key] = self.ragged((key,), counts, key)
-            elif given == SKIP:
+            elif kind is not None:
+                out[key] = self.array((key,), kind, counts, key)
+            elif top.get(key) == SKIP:
                 self.value((key,), 1, False)
             else:
                 out[key] = self.value((key,), 1)
