@@ -103,19 +103,27 @@ def read_marker(folder: str | Path) -> tuple[str, Manifest] | None:
     return kind, manifest
 
 
-def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
-    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending`` names."""
-    folder = Path(folder)
+def _never(rel: str) -> bool:
+    return False
+
+
+def scan(
+    folder: str | Path, pending: tuple[str, ...] = (), skip: Callable[[str], bool] = _never
+) -> Manifest:
+    """The manifest of what ``folder`` holds now (its marker and what ``skip`` names left out),
+    plus ``pending`` names."""
     out: Manifest = {p: ["p"] for p in pending}
     for e in sorted(os.scandir(folder), key=lambda e: e.name):
         if e.name != MARKER:
-            _list(Path(e.path), e.name, out)
+            _list(Path(e.path), e.name, out, skip)
     return out
 
 
-def _list(path: Path, rel: str, out: Manifest) -> None:
-    """Add the entries of ``path`` (listed as ``rel``) and everything under it; a sub-folder whose
-    marker matches is one ``o`` entry."""
+def _list(path: Path, rel: str, out: Manifest, skip: Callable[[str], bool] = _never) -> None:
+    """Add the entries of ``path`` (listed as ``rel``) and everything under it but what ``skip``
+    names; a sub-folder whose marker matches is one ``o`` entry."""
+    if skip(rel):
+        return
     if path.is_symlink():
         out[rel] = ["l", os.readlink(path)]
     elif path.is_dir():
@@ -124,7 +132,7 @@ def _list(path: Path, rel: str, out: Manifest) -> None:
             return
         out[rel] = ["d"]
         for e in sorted(os.scandir(path), key=lambda e: e.name):
-            _list(Path(e.path), f"{rel}/{e.name}", out)
+            _list(Path(e.path), f"{rel}/{e.name}", out, skip)
     else:
         got = digest(path)
         out[rel] = ["f", *got] if got is not None else ["x"]
@@ -139,61 +147,42 @@ def _pending(rel: str, patterns: list[str]) -> bool:
     )
 
 
-def _differs(
-    e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
-) -> str | None:
-    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None."""
-    changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
-    if e.is_symlink():
-        return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
-    if e.is_dir(follow_symlinks=False):
-        if want[0] == "o":
-            return None if problem(e.path) is None else changed
-        return walk(Path(e.path), rel + "/") if want[0] == "d" else changed
-    if want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
-        return changed
-    return None
-
-
-def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | None:
-    patterns = [k for k, v in manifest.items() if v[0] == "p"]
-
-    def walk(d: Path, prefix: str) -> str | None:
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as exc:
-            return f"{prefix or '.'!r} cannot be read ({exc.strerror or exc})"
-        for e in entries:
-            rel = prefix + e.name
-            if (not prefix and e.name == MARKER) or _pending(rel, patterns):
-                continue
-            m = TEMP_NAME.match(e.name)
-            if m and (prefix + m["base"] in manifest or _pending(prefix + m["base"], patterns)):
-                if temps is not None:
-                    temps.append(Path(e.path))
-                continue
-            want = manifest.get(rel)
-            if want is None:
-                return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
-            found = _differs(e, rel, want, walk)
-            if found is not None:
-                return found
-        return None
-
-    return walk(folder, "")
-
-
 def problem(
     folder: str | Path, listed: Manifest | None = None, temps: list[Path] | None = None
 ) -> str | None:
     """Why ``folder`` does not match ``listed`` (default: its marker's manifest), a sentence, or
-    None; ``temps`` collects rackbook's temporaries beside its entries."""
+    None: what it holds now (:func:`scan`) against the manifest, pending entries and rackbook's
+    temporaries beside entries left out (``temps`` collects the latter)."""
     if listed is None:
         found = read_marker(folder)
         if found is None:
             return f"has no valid {MARKER} file"
         listed = found[1]
-    return _check(Path(folder), listed, temps)
+    patterns = [k for k, v in listed.items() if v[0] == "p"]
+
+    def skip(rel: str) -> bool:
+        if _pending(rel, patterns):
+            return True
+        head, _, name = rel.rpartition("/")
+        m = TEMP_NAME.match(name)
+        base = (head + "/" if head else "") + m["base"] if m else None
+        if base is None or not (base in listed or _pending(base, patterns)):
+            return False
+        if temps is not None:
+            temps.append(Path(folder, rel))
+        return True
+
+    try:
+        now = scan(folder, skip=skip)
+    except OSError as exc:
+        where = os.path.relpath(exc.filename or folder, folder)
+        return f"{where!r} cannot be read ({exc.strerror or exc})"
+    for rel, got in now.items():
+        if rel not in listed:
+            return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
+        if got != listed[rel] or got[0] == "x":
+            return f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
+    return None
 
 
 @contextlib.contextmanager
