@@ -84,37 +84,31 @@ def _estimate(text: bytes) -> int:
     return len(text) + 40 * items + 64 * (text.count(b"{") + text.count(b"["))
 
 
-def _floats(got: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    with contextlib.suppress(ValueError, TypeError):
-        arr = np.array(got, dtype=np.float64)
-        return (arr, arr) if arr.ndim == 1 else None
-    return None
-
-
-def _rows(got: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    if not all(type(x) is list for x in got):
-        return None
-    k = np.fromiter(map(len, got), dtype=np.int64, count=len(got))
-    with contextlib.suppress(TypeError, ValueError):
-        return k, np.fromiter(itertools.chain.from_iterable(got), np.float64, int(k.sum()))
-    return None
-
-
-def _loads(text: bytes) -> Any:
-    """The list of elements ``text``, or None: orjson, else Python's json (NaN, Infinity)."""
-    with contextlib.suppress(orjson.JSONDecodeError):
-        return orjson.loads(b"[" + text + b"]")
-    with contextlib.suppress(ValueError, RecursionError, OverflowError):
-        return _DECODER.decode("[" + text.decode() + "]")
+def _parse(text: bytes, kind: str) -> Any:
+    """List elements ``text`` (orjson, else Python's json: NaN, Infinity) as ``kind`` reads them
+    (numbers: twice the array; ragged: lengths and values), or None where they are not of it."""
+    with contextlib.suppress(TypeError, ValueError, RecursionError, OverflowError):
+        try:
+            got = orjson.loads(b"[" + text + b"]")
+        except orjson.JSONDecodeError:
+            got = _DECODER.decode("[" + text.decode() + "]")
+        if kind == SKIP:
+            return got
+        if kind == NUMBERS:
+            arr = np.array(got, dtype=np.float64)
+            return (arr, arr) if arr.ndim == 1 else None
+        if all(type(x) is list for x in got):
+            k = np.fromiter(map(len, got), dtype=np.int64, count=len(got))
+            return k, np.fromiter(itertools.chain.from_iterable(got), np.float64, int(k.sum()))
     return None
 
 
 #: Per kind: where a piece may end past PIECE (and the bytes of the match it keeps), the list's
-#: end, and its parsed elements converted (None: not of the kind).
-_CUTS: dict[str, tuple[re.Pattern[bytes], int, bytes, Callable[[list[Any]], Any]]] = {
-    NUMBERS: (re.compile(rb","), 0, b"]", _floats),
-    RAGGED: (re.compile(rb"\][ \t\n\r]*,[ \t\n\r]*\["), 1, b"]]", _rows),
-    SKIP: (re.compile(rb'(?<!\\)"[ \t\n\r]*,[ \t\n\r]*"'), 1, b'"]', list),
+#: end.
+_CUTS: dict[str, tuple[re.Pattern[bytes], int, bytes]] = {
+    NUMBERS: (re.compile(rb","), 0, b"]"),
+    RAGGED: (re.compile(rb"\][ \t\n\r]*,[ \t\n\r]*\["), 1, b"]]"),
+    SKIP: (re.compile(rb'(?<!\\)"[ \t\n\r]*,[ \t\n\r]*"'), 1, b'"]'),
 }
 
 
@@ -218,7 +212,7 @@ class _Reader:
 
     def piece(self, kind: str) -> Any:
         """Elements to a cut past PIECE bytes (else the list's end) converted, or None."""
-        cut, keep, end, convert = _CUTS[kind]
+        cut, keep, end = _CUTS[kind]
         self.want(PIECE + CUT_SEARCH)
         start, buf = self.pos, self.buf
         lo = min(start + PIECE, len(buf))
@@ -227,8 +221,7 @@ class _Reader:
         for _ in range(2):  # to the cut, else to the list's end
             text = buf[start : at + keep] if at > start else b""
             if text and (kind == SKIP or not text.translate(None, _NUMERIC)):
-                got = _loads(text)
-                out = None if got is None else convert(got)
+                out = _parse(text, kind)
                 if out is not None:
                     self.pos += len(text)
                     return out
