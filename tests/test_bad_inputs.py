@@ -357,7 +357,13 @@ def _ms(df: pd.DataFrame) -> None:
 
 
 SUMMARIZE = [  # (id, setup, file suffix, field, problem)
-    ("run-not-json", lambda t: (t / "run.json").write_text("{"), "run.json", "line 1", "not valid"),
+    (
+        "run-not-json",
+        lambda t: (t / "run.json").write_text("{"),
+        "run.json",
+        "end of file",
+        "truncated",
+    ),
     (
         "run-binary",
         lambda t: (t / "run.json").write_bytes(b"\xff\xfe\x00"),
@@ -376,8 +382,8 @@ SUMMARIZE = [  # (id, setup, file suffix, field, problem)
         "run-empty",
         lambda t: (t / "run.json").write_text(""),
         "run.json",
-        "line 1",
-        "not valid JSON",
+        "-",
+        "file is empty",
     ),
     (
         "run-kind",

@@ -215,14 +215,6 @@ def _umask() -> int:
     return mask
 
 
-def _check_parents(path: Path, field: str) -> None:
-    for parent in path.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                raise InputError(path, field, f"{parent} is a file, not a folder")
-            return
-
-
 def _refuse_link(path: Path, field: str, what: str) -> None:
     if path.is_symlink():
         why = "is a symbolic link: rackbook never writes through one nor replaces it"
@@ -239,7 +231,9 @@ def _check_output(path: str | Path, field: str, what: str) -> Path:
     _refuse_link(path, field, what)
     if what == "folder" and path.exists() and not path.is_dir():
         raise InputError(path, field, "exists and is a file, expected a folder")
-    _check_parents(path, field)
+    parent = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(path, field, f"{parent} is a file, not a folder")
     return path
 
 
@@ -264,8 +258,9 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
-    """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename."""
+def atomic_write_text(path: str | Path, data: str | bytes, field: str = "output") -> Path:
+    """Write ``data`` (text: in UTF-8) to ``path`` through an exclusive temporary sibling, then
+    rename."""
     path = _check_output(path, field, "file")
     tmp: Path | None = None
     try:
@@ -273,7 +268,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> 
             fd, tmp = _make_temp(path, folder=False)
         assert fd is not None
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
@@ -284,9 +279,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> 
     return path
 
 
-def atomic_write_text(path: str | Path, text: str, field: str = "output") -> Path:
-    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
-    return atomic_write_bytes(path, text.encode("utf-8"), field)
+atomic_write_bytes = atomic_write_text
 
 
 def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path:
@@ -434,14 +427,6 @@ def refuse_overlap(
                     raise InputError(inner, fi, problem)
 
 
-_SPECIAL = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a device",
-    stat.S_IFBLK: "a device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
 def refuse_special(
     folder: str | Path, field: str = "output", names: Iterable[str] | None = None
 ) -> None:
@@ -456,9 +441,8 @@ def refuse_special(
             mode = os.stat(Path(folder) / name).st_mode
         except (OSError, ValueError):
             continue
-        what = _SPECIAL.get(stat.S_IFMT(mode))
-        if what is not None:
-            problem = f"is {what}, where a result file goes: remove it"
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            problem = "is a FIFO, device or socket, where a result file goes: remove it"
             raise InputError(Path(folder) / name, field, problem)
 
 
