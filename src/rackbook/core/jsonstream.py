@@ -72,12 +72,6 @@ class Counts:
     not_list: str = "must be a list of seconds"
 
 
-def _field(path: tuple[Any, ...]) -> str:
-    """``("rows", 3, "hardware")`` -> ``rows[3].hardware``; the top level is ``-``."""
-    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-    return text.removeprefix(".") or "-"
-
-
 def _estimate(text: bytes) -> int:
     """Estimated Python bytes of the values of JSON ``text``."""
     items = text.count(b",") + text.count(b":") + 1
@@ -116,7 +110,7 @@ class _Reader:
     def __init__(self, fh: IO[bytes], path: Path, cap: int | None) -> None:
         self.fh, self.path, self.cap = fh, path, cap
         self.buf, self.pos, self.eof = b"", 0, False
-        self.offset = self.lines = 0  # file bytes and newlines before buf
+        self.lines = 0  # newlines before buf
         self.budget = int(VALUE_BUDGET_MB * 1e6)
         # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
         self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
@@ -126,9 +120,8 @@ class _Reader:
             data = self.fh.read(CHUNK)
             self.eof = not data
             self.lines += self.buf.count(NL, 0, self.pos)
-            self.offset += self.pos
             self.buf, self.pos = self.buf[self.pos :] + data, 0
-            if self.cap is not None and self.offset + len(self.buf) > self.cap:
+            if self.cap is not None and self.fh.tell() > self.cap:  # bytes decompressed
                 limit = "the limit for a gzip file; raise it with --max-input-mb"
                 raise self.fail((), f"decompresses to over {self.cap / 1e6:g} MB ({limit})")
         return len(self.buf) - self.pos
@@ -141,12 +134,15 @@ class _Reader:
         return self.buf[self.pos] if self.pos < len(self.buf) else -1
 
     def fail(self, where: tuple[Any, ...] | str | int, problem: str) -> InputError:
-        """``problem`` at a path, a field or a buffer position (its line; at the end: truncated)."""
+        """``problem`` at a path (``("rows", 3, "hw")``: ``rows[3].hw``), a field or a buffer
+        position (its line; at the end: truncated)."""
         if isinstance(where, int) and where >= len(self.buf) and self.eof:
             return InputError(self.path, "end of file", "truncated JSON")
         if isinstance(where, int):
             where = f"line {self.lines + self.buf.count(NL, 0, where) + 1}"
-        return InputError(self.path, where if isinstance(where, str) else _field(where), problem)
+        elif isinstance(where, tuple):
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in where)
+        return InputError(self.path, where.removeprefix(".") or "-", problem)
 
     def bad(self, msg: str) -> InputError:
         return self.fail(self.pos, f"not valid JSON: {msg}")
@@ -255,14 +251,13 @@ class _Reader:
             if not ragged:
                 v = self.value((*path, n), 2)
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise self.fail(f"{name}[{at + n}]", "not a number")
+                    raise self.fail(f"{name}[{at + n}]" if name else (*path, n), "not a number")
                 return (v := np.array([v], dtype=np.float64)), v
             if b in (0x5D, -1):
                 raise self.bad("Expecting value")
             if b != 0x5B:
                 raise self.fail(f"{name}[{n}]", c.not_list)
-            flat = (name, total) if c.flat_index else (_field((*path, n)), 0)
-            v = self.array((*path, n), NUMBERS, c, flat[0], n, flat[1])
+            v = self.array((*path, n), NUMBERS, c, name if c.flat_index else "", n, total)
             return np.array([len(v)]), v
 
         for k, v in self.items(kind, one):
