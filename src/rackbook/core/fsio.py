@@ -370,25 +370,14 @@ def _remove(p: Path) -> None:
             p.unlink()
 
 
-@contextlib.contextmanager
-def _manifest_held(folder: Path) -> Iterator[None]:
-    lock = lock_path(folder, "manifest")
-    fd = _flock(lock, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(lock)
-            os.close(fd)
-
-
 def update_manifest(
     folder: str | Path, *, record: Iterable[str] = (), pending: Iterable[str] = ()
 ) -> None:
     """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
-    with _manifest_held(folder):
+    lock = lock_path(folder, "manifest")
+    fd = _flock(lock, fcntl.LOCK_EX)  # waits for another writer's update
+    try:
         found = read_marker(folder)
         if found is None:
             return
@@ -405,6 +394,11 @@ def update_manifest(
                 if str(up) != "." and (folder / up).is_dir():
                     entries.setdefault(up.as_posix(), ["d"])
         atomic_write_text(folder / MARKER, marker_text(kind, entries))
+    finally:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)
 
 
 def _is_inside(inner: Path, outer: Path) -> bool:
