@@ -156,14 +156,13 @@ def check_consistency(
     out = req["output_tokens"].to_numpy(np.float64)
     if not np.nansum(out[ok]) > 0:
         raise InputError(where, "requests.output_tokens", "no successful request generated a token")
-    start = req["start_time_s"].to_numpy(np.float64) if "start_time_s" in req else None
-    if start is not None and "duration_s" in pts:
-        dur = req["point_id"].map(pts.set_index("point_id")["duration_s"]).to_numpy(np.float64)
-        late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
-        if late.any():
-            i = int(np.argmax(late))
-            problem = f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)"
-            raise InputError(where, f"requests.start_time_s (row {i})", problem)
+    start = req["start_time_s"].to_numpy(np.float64)  # conformed tables: every column there
+    dur = req["point_id"].map(pts.set_index("point_id")["duration_s"]).to_numpy(np.float64)
+    late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
+    if late.any():
+        i = int(np.argmax(late))
+        problem = f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)"
+        raise InputError(where, f"requests.start_time_s (row {i})", problem)
     if itl is None or not len(itl):
         return
     rows = itl["request_row"].to_numpy(np.int64)
