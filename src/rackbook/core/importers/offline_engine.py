@@ -46,9 +46,7 @@ def _known(path: Path, at: str, obj: dict[str, Any], known: Any) -> None:
 
 def _row(path: Path, at: str, r: Any) -> dict[str, Any]:
     """Row ``at`` checked: positive values within bounds, ``output_tokens >= 2``, times add up."""
-    if not isinstance(r, dict):
-        raise InputError(path, at, "must be an object")
-    _known(path, at, r, ROW_KEYS)
+    _known(path, at, points.mapping(path, at, r), ROW_KEYS)
     row = {"decode_ranks": 1}
     for key, (check, bound) in ROW_KEYS.items():
         value = points.cell(path, f"{at}.{key}", r.get(key), check)
