@@ -14,6 +14,8 @@ from rackbook.errors import InputError
 class _JsParser:
     _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+    _STRINGS = {q: re.compile(rf"{q}((?:\\[\s\S]|[^\\\n{q}])*){q}") for q in "\"'"}
+    _ESCAPE = re.compile(r"\\([\s\S])")
 
     def __init__(self, text: str, path: Path) -> None:
         self.text, self.path, self.pos = text, path, 0
@@ -59,23 +61,12 @@ class _JsParser:
         raise self.fail(f"unexpected {self.text[self.pos : self.pos + 12]!r}")
 
     def string(self) -> str:
-        quote, self.pos = self.text[self.pos], self.pos + 1
-        out: list[str] = []
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c == quote:
-                self.pos += 1
-                return "".join(out)
-            if c == "\n":
-                break
-            if c == "\\" and self.pos + 1 < len(self.text):
-                nxt = self.text[self.pos + 1]
-                out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
-                self.pos += 2
-                continue
-            out.append(c)
-            self.pos += 1
-        raise self.fail("string left open")
+        """The quoted string at ``pos``, on one line (``\\n``, ``\\t``; else the character)."""
+        m = self._STRINGS[self.text[self.pos]].match(self.text, self.pos)
+        if m is None:
+            raise self.fail("string left open")
+        self.pos = m.end()
+        return self._ESCAPE.sub(lambda e: {"n": "\n", "t": "\t"}.get(e[1], e[1]), m[1])
 
     def container(self, keyed: bool) -> Any:
         """The object (``keyed``) or list at ``pos``."""
