@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rackbook.errors import InputError
 
@@ -16,6 +16,7 @@ class _JsParser:
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
     _STRINGS = {q: re.compile(rf"{q}((?:\\[\s\S]|[^\\\n{q}])*){q}") for q in "\"'"}
     _ESCAPE = re.compile(r"\\([\s\S])")
+    _BLANK = re.compile(r"(?:\s+|//[^\n]*|/\*[\s\S]*?\*/)*")
 
     def __init__(self, text: str, path: Path) -> None:
         self.text, self.path, self.pos = text, path, 0
@@ -25,21 +26,10 @@ class _JsParser:
         return InputError(self.path, f"line {line}", problem)
 
     def skip(self) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c.isspace():
-                self.pos += 1
-            elif t.startswith("//", self.pos):
-                end = t.find("\n", self.pos)
-                self.pos = len(t) if end < 0 else end + 1
-            elif t.startswith("/*", self.pos):
-                end = t.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.fail("comment left open to the end of the file")
-                self.pos = end + 2
-            else:
-                return
+        """Past whitespace and comments."""
+        self.pos = cast(re.Match[str], self._BLANK.match(self.text, self.pos)).end()
+        if self.text.startswith("/*", self.pos):
+            raise self.fail("comment left open to the end of the file")
 
     def value(self) -> Any:
         self.skip()
