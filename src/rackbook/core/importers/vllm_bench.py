@@ -230,9 +230,7 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
             "hosts": None,
             "declared": {
                 "gpu": hw.id,
-                "name": hw.name,
-                "count": hw.count,
-                "catalog": hw.catalog,
+                **{k: getattr(hw, k) for k in ("name", "count", "catalog")},
                 "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
             },
             "importing_machine": t.run["hardware"],
