@@ -156,13 +156,8 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
     t.run = provenance.new_run_info(
         kind="recorded" if head["generator"] is None else "synthetic",
         commands=[command, *([head["command"]] if head["command"] else [])],
-        parameters={
-            "model": head["model"],
-            "batch_sizes": head["batch_sizes"],  # per decode rank, one per row
-            "decode_ranks": head["decode_ranks"],
-            "source": head["source"],
-            "date": head["date"],
-        },
+        # batch_sizes: per decode rank, one per row
+        parameters={k: head[k] for k in ("model", "batch_sizes", "decode_ranks", "source", "date")},
         engine={"name": head["engine"], "version": head["engine_version"]},
         generator=head["generator"],
         notes=rows_note + (f"; {head['notes']}" if head["notes"] else ""),
