@@ -4,6 +4,7 @@ latencies in s) and the kind ``published`` trace holding it. Every problem is on
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 import re
@@ -49,10 +50,32 @@ def check_text(path: Path) -> None:
             chunk = fh.read(1 << 20)
 
 
+def _check_utf8(path: Path) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                start = max(exc.start - len(decoder.getstate()[0]), 0)
+                line = lines + chunk.count(b"\n", 0, start) + 1
+                byte = f"0x{chunk[start]:02x}"
+                problem = f"not UTF-8 text: byte {byte} on line {line} (save the file as UTF-8)"
+                raise InputError(path, "-", problem) from None
+            lines += chunk.count(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text: cut inside a character"
+            raise InputError(path, "end of file", problem) from None
+
+
 def csv_lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 CSV file (BOM dropped), one at a time, each at most
     :data:`rackbook.limits.CSV_LINE_MB` MB, at most ``BOUNDS["csv_lines"]`` in all."""
     check_text(path)
+    _check_utf8(path)  # whole first: a line then decodes (a longer one was refused, not cut)
     longest = int(limits.CSV_LINE_MB * 1e6)
     bound = limits.BOUNDS["csv_lines"]
     with path.open("rb") as fh:
@@ -63,12 +86,7 @@ def csv_lines(path: Path) -> Iterator[str]:
             if n > bound:
                 problem = f"more than {bound:,} lines (rackbook's bound on csv lines)"
                 raise InputError(path, "rows", problem)
-            try:  # a whole line (a longer one was refused, not cut): no character cut
-                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                problem = f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} (save it as UTF-8)"
-                raise InputError(path, f"line {n}", problem) from None
-            yield text
+            yield raw.decode("utf-8-sig" if n == 1 else "utf-8")
 
 
 def source_info(path: Path, url: str | None = None, date: str | None = None) -> dict[str, Any]:
