@@ -164,7 +164,7 @@ IMPORT_FIELDS = [  # (id, change, field, problem)
     ),
     ("ttft-over-latency", _put("ttfts", [0.9, 0.2, 0.0]), "ttfts[0]", "larger than the request"),
     ("completed-wrong", _put("completed", 3), "completed", "says 3 but 2 requests"),
-    ("concurrency-zero", _put("max_concurrency", 0), "max_concurrency", "positive integer"),
+    ("concurrency-zero", _put("max_concurrency", 0), "max_concurrency", "must be > 0, got 0"),
     ("tokens-huge", _put("input_lens", [10, 1e12, 30]), "input_lens[1]", "implausibly large"),
 ]
 
@@ -357,7 +357,13 @@ def _ms(df: pd.DataFrame) -> None:
 
 
 SUMMARIZE = [  # (id, setup, file suffix, field, problem)
-    ("run-not-json", lambda t: (t / "run.json").write_text("{"), "run.json", "line 1", "not valid"),
+    (
+        "run-not-json",
+        lambda t: (t / "run.json").write_text("{"),
+        "run.json",
+        "end of file",
+        "truncated",
+    ),
     (
         "run-binary",
         lambda t: (t / "run.json").write_bytes(b"\xff\xfe\x00"),
@@ -376,8 +382,8 @@ SUMMARIZE = [  # (id, setup, file suffix, field, problem)
         "run-empty",
         lambda t: (t / "run.json").write_text(""),
         "run.json",
-        "line 1",
-        "not valid JSON",
+        "-",
+        "file is empty",
     ),
     (
         "run-kind",

@@ -130,7 +130,7 @@ BAD = [
     ("format", "csv", "format: must be 'rackbook-offline-engine'"),
     ("engine", "", "engine: must be a non-empty string"),
     ("hardware.gpu_count", 0, "hardware.gpu_count: must be > 0, got 0"),
-    ("generator", {"name": "x"}, "generator: must be an object with name and seed"),
+    ("generator", {"name": "x"}, "run.json.generator: a synthetic trace must name its generator"),
     ("gpu", "gb300", "gpu: unknown key"),
 ]
 

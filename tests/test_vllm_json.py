@@ -227,10 +227,11 @@ def test_a_failed_requests_partial_gaps_are_dropped_and_extra_gaps_refused(tmp_p
     src.write_text(json.dumps(d))
     importers.write("vllm-bench", src, out)
     assert traces.read_trace(out).itl["request_row"].tolist() == [0, 0, 0, 1]
-    d["output_lens"], d["itls"][1] = [1, 1, 0], [0.4, 0.5]  # 5 gaps for 2 tokens
+    d["output_lens"], d["itls"][1] = [1, 1, 0], [0.2, 0.2]  # 5 gaps for 2 tokens
     src.write_text(json.dumps(d))
     with pytest.raises(InputError) as err:
         importers.write("vllm-bench", src, tmp_path / "t2")
-    assert (err.value.file, err.value.field) == (str(src), "itls")
-    assert "5 gaps of successful requests for 2 output tokens" in str(err.value)
+    # gaps per token: one rule, in traces.check_consistency (request 0: 1 token, 3 gaps)
+    assert (err.value.file, err.value.field) == (str(src), "requests.output_tokens (row 0)")
+    assert "1 tokens is fewer than its 4 chunks (gaps + 1)" in str(err.value)
     assert not (tmp_path / "t2").exists()

@@ -17,7 +17,7 @@ from rackbook import paths
 from rackbook.core import jsonstream, schema
 from rackbook.core.fsio import atomic_dir, atomic_write_json, check_output_folder
 from rackbook.core.provenance import project_commit
-from rackbook.core.traces import check_required, conform, load_run_json, read_table, to_arrow
+from rackbook.core.traces import check_required, conform, read_table, to_arrow
 from rackbook.errors import InputError
 
 #: The kernel families a calibration may hold, and the unit of each family's ``size``.
@@ -142,7 +142,7 @@ def read_calibration(path: str | Path | None = None) -> Calibration:
     f = path / "run.json"
     if not f.is_file():
         raise InputError(f, "-", "missing run.json (not a calibration folder)")
-    run = load_run_json(f)
+    run = jsonstream.load(f)
     _check_run(run, f)
     kernels = read_table(path, "kernels")  # a missing or unreadable file named
     return Calibration(run, _conform(kernels, path / "kernels.parquet"), path)

@@ -103,19 +103,27 @@ def read_marker(folder: str | Path) -> tuple[str, Manifest] | None:
     return kind, manifest
 
 
-def scan(folder: str | Path, pending: tuple[str, ...] = ()) -> Manifest:
-    """The manifest of what ``folder`` holds now (its marker left out), plus ``pending`` names."""
-    folder = Path(folder)
+def _never(rel: str) -> bool:
+    return False
+
+
+def scan(
+    folder: str | Path, pending: tuple[str, ...] = (), skip: Callable[[str], bool] = _never
+) -> Manifest:
+    """The manifest of what ``folder`` holds now (its marker and what ``skip`` names left out),
+    plus ``pending`` names."""
     out: Manifest = {p: ["p"] for p in pending}
     for e in sorted(os.scandir(folder), key=lambda e: e.name):
         if e.name != MARKER:
-            _list(Path(e.path), e.name, out)
+            _list(Path(e.path), e.name, out, skip)
     return out
 
 
-def _list(path: Path, rel: str, out: Manifest) -> None:
-    """Add the entries of ``path`` (listed as ``rel``) and everything under it; a sub-folder whose
-    marker matches is one ``o`` entry."""
+def _list(path: Path, rel: str, out: Manifest, skip: Callable[[str], bool] = _never) -> None:
+    """Add the entries of ``path`` (listed as ``rel``) and everything under it but what ``skip``
+    names; a sub-folder whose marker matches is one ``o`` entry."""
+    if skip(rel):
+        return
     if path.is_symlink():
         out[rel] = ["l", os.readlink(path)]
     elif path.is_dir():
@@ -124,7 +132,7 @@ def _list(path: Path, rel: str, out: Manifest) -> None:
             return
         out[rel] = ["d"]
         for e in sorted(os.scandir(path), key=lambda e: e.name):
-            _list(Path(e.path), f"{rel}/{e.name}", out)
+            _list(Path(e.path), f"{rel}/{e.name}", out, skip)
     else:
         got = digest(path)
         out[rel] = ["f", *got] if got is not None else ["x"]
@@ -139,61 +147,42 @@ def _pending(rel: str, patterns: list[str]) -> bool:
     )
 
 
-def _differs(
-    e: os.DirEntry[str], rel: str, want: list[Any], walk: Callable[[Path, str], str | None]
-) -> str | None:
-    """Why entry ``e`` (at ``rel``) is not what ``want`` says, or None."""
-    changed = f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
-    if e.is_symlink():
-        return changed if want[0] != "l" or [os.readlink(e.path)] != want[1:] else None
-    if e.is_dir(follow_symlinks=False):
-        if want[0] == "o":
-            return None if problem(e.path) is None else changed
-        return walk(Path(e.path), rel + "/") if want[0] == "d" else changed
-    if want[0] != "f" or list(digest(Path(e.path)) or ()) != want[1:]:
-        return changed
-    return None
-
-
-def _check(folder: Path, manifest: Manifest, temps: list[Path] | None) -> str | None:
-    patterns = [k for k, v in manifest.items() if v[0] == "p"]
-
-    def walk(d: Path, prefix: str) -> str | None:
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as exc:
-            return f"{prefix or '.'!r} cannot be read ({exc.strerror or exc})"
-        for e in entries:
-            rel = prefix + e.name
-            if (not prefix and e.name == MARKER) or _pending(rel, patterns):
-                continue
-            m = TEMP_NAME.match(e.name)
-            if m and (prefix + m["base"] in manifest or _pending(prefix + m["base"], patterns)):
-                if temps is not None:
-                    temps.append(Path(e.path))
-                continue
-            want = manifest.get(rel)
-            if want is None:
-                return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
-            found = _differs(e, rel, want, walk)
-            if found is not None:
-                return found
-        return None
-
-    return walk(folder, "")
-
-
 def problem(
     folder: str | Path, listed: Manifest | None = None, temps: list[Path] | None = None
 ) -> str | None:
     """Why ``folder`` does not match ``listed`` (default: its marker's manifest), a sentence, or
-    None; ``temps`` collects rackbook's temporaries beside its entries."""
+    None: what it holds now (:func:`scan`) against the manifest, pending entries and rackbook's
+    temporaries beside entries left out (``temps`` collects the latter)."""
     if listed is None:
         found = read_marker(folder)
         if found is None:
             return f"has no valid {MARKER} file"
         listed = found[1]
-    return _check(Path(folder), listed, temps)
+    patterns = [k for k, v in listed.items() if v[0] == "p"]
+
+    def skip(rel: str) -> bool:
+        if _pending(rel, patterns):
+            return True
+        head, _, name = rel.rpartition("/")
+        m = TEMP_NAME.match(name)
+        base = (head + "/" if head else "") + m["base"] if m else None
+        if base is None or not (base in listed or _pending(base, patterns)):
+            return False
+        if temps is not None:
+            temps.append(Path(folder, rel))
+        return True
+
+    try:
+        now = scan(folder, skip=skip)
+    except OSError as exc:
+        where = os.path.relpath(exc.filename or folder, folder)
+        return f"{where!r} cannot be read ({exc.strerror or exc})"
+    for rel, got in now.items():
+        if rel not in listed:
+            return f"holds {rel!r}, which rackbook did not write (not in its {MARKER})"
+        if got != listed[rel] or got[0] == "x":
+            return f"{rel!r} is not what rackbook wrote there (changed or replaced since)"
+    return None
 
 
 @contextlib.contextmanager
@@ -226,14 +215,6 @@ def _umask() -> int:
     return mask
 
 
-def _check_parents(path: Path, field: str) -> None:
-    for parent in path.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                raise InputError(path, field, f"{parent} is a file, not a folder")
-            return
-
-
 def _refuse_link(path: Path, field: str, what: str) -> None:
     if path.is_symlink():
         why = "is a symbolic link: rackbook never writes through one nor replaces it"
@@ -250,7 +231,9 @@ def _check_output(path: str | Path, field: str, what: str) -> Path:
     _refuse_link(path, field, what)
     if what == "folder" and path.exists() and not path.is_dir():
         raise InputError(path, field, "exists and is a file, expected a folder")
-    _check_parents(path, field)
+    parent = next((p for p in path.parents if p.exists() or p.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(path, field, f"{parent} is a file, not a folder")
     return path
 
 
@@ -275,8 +258,9 @@ def check_new_file(path: str | Path, field: str = "output") -> Path:
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> Path:
-    """Write ``data`` to ``path`` through an exclusive temporary sibling, then rename."""
+def atomic_write_text(path: str | Path, data: str | bytes, field: str = "output") -> Path:
+    """Write ``data`` (text: in UTF-8) to ``path`` through an exclusive temporary sibling, then
+    rename."""
     path = _check_output(path, field, "file")
     tmp: Path | None = None
     try:
@@ -284,7 +268,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> 
             fd, tmp = _make_temp(path, folder=False)
         assert fd is not None
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
@@ -295,9 +279,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, field: str = "output") -> 
     return path
 
 
-def atomic_write_text(path: str | Path, text: str, field: str = "output") -> Path:
-    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
-    return atomic_write_bytes(path, text.encode("utf-8"), field)
+atomic_write_bytes = atomic_write_text
 
 
 def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path:
@@ -388,25 +370,14 @@ def _remove(p: Path) -> None:
             p.unlink()
 
 
-@contextlib.contextmanager
-def _manifest_held(folder: Path) -> Iterator[None]:
-    lock = lock_path(folder, "manifest")
-    fd = _flock(lock, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(lock)
-            os.close(fd)
-
-
 def update_manifest(
     folder: str | Path, *, record: Iterable[str] = (), pending: Iterable[str] = ()
 ) -> None:
     """Relist ``record`` entries in ``folder``'s manifest as they are now, mark ``pending`` ones."""
     folder = Path(folder)
-    with _manifest_held(folder):
+    lock = lock_path(folder, "manifest")
+    fd = _flock(lock, fcntl.LOCK_EX)  # waits for another writer's update
+    try:
         found = read_marker(folder)
         if found is None:
             return
@@ -423,6 +394,11 @@ def update_manifest(
                 if str(up) != "." and (folder / up).is_dir():
                     entries.setdefault(up.as_posix(), ["d"])
         atomic_write_text(folder / MARKER, marker_text(kind, entries))
+    finally:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)
 
 
 def _is_inside(inner: Path, outer: Path) -> bool:
@@ -445,14 +421,6 @@ def refuse_overlap(
                     raise InputError(inner, fi, problem)
 
 
-_SPECIAL = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a device",
-    stat.S_IFBLK: "a device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
 def refuse_special(
     folder: str | Path, field: str = "output", names: Iterable[str] | None = None
 ) -> None:
@@ -467,9 +435,8 @@ def refuse_special(
             mode = os.stat(Path(folder) / name).st_mode
         except (OSError, ValueError):
             continue
-        what = _SPECIAL.get(stat.S_IFMT(mode))
-        if what is not None:
-            problem = f"is {what}, where a result file goes: remove it"
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            problem = "is a FIFO, device or socket, where a result file goes: remove it"
             raise InputError(Path(folder) / name, field, problem)
 
 

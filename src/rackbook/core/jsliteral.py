@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rackbook.errors import InputError
 
@@ -14,6 +14,9 @@ from rackbook.errors import InputError
 class _JsParser:
     _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
     _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+    _STRINGS = {q: re.compile(rf"{q}((?:\\[\s\S]|[^\\\n{q}])*){q}") for q in "\"'"}
+    _ESCAPE = re.compile(r"\\([\s\S])")
+    _BLANK = re.compile(r"(?:\s+|//[^\n]*|/\*[\s\S]*?\*/)*")
 
     def __init__(self, text: str, path: Path) -> None:
         self.text, self.path, self.pos = text, path, 0
@@ -23,21 +26,10 @@ class _JsParser:
         return InputError(self.path, f"line {line}", problem)
 
     def skip(self) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c.isspace():
-                self.pos += 1
-            elif t.startswith("//", self.pos):
-                end = t.find("\n", self.pos)
-                self.pos = len(t) if end < 0 else end + 1
-            elif t.startswith("/*", self.pos):
-                end = t.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.fail("comment left open to the end of the file")
-                self.pos = end + 2
-            else:
-                return
+        """Past whitespace and comments."""
+        self.pos = cast(re.Match[str], self._BLANK.match(self.text, self.pos)).end()
+        if self.text.startswith("/*", self.pos):
+            raise self.fail("comment left open to the end of the file")
 
     def value(self) -> Any:
         self.skip()
@@ -59,23 +51,12 @@ class _JsParser:
         raise self.fail(f"unexpected {self.text[self.pos : self.pos + 12]!r}")
 
     def string(self) -> str:
-        quote, self.pos = self.text[self.pos], self.pos + 1
-        out: list[str] = []
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c == quote:
-                self.pos += 1
-                return "".join(out)
-            if c == "\n":
-                break
-            if c == "\\" and self.pos + 1 < len(self.text):
-                nxt = self.text[self.pos + 1]
-                out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
-                self.pos += 2
-                continue
-            out.append(c)
-            self.pos += 1
-        raise self.fail("string left open")
+        """The quoted string at ``pos``, on one line (``\\n``, ``\\t``; else the character)."""
+        m = self._STRINGS[self.text[self.pos]].match(self.text, self.pos)
+        if m is None:
+            raise self.fail("string left open")
+        self.pos = m.end()
+        return self._ESCAPE.sub(lambda e: {"n": "\n", "t": "\t"}.get(e[1], e[1]), m[1])
 
     def container(self, keyed: bool) -> Any:
         """The object (``keyed``) or list at ``pos``."""

@@ -43,6 +43,10 @@ def _int(text: str) -> int:
 
 
 _DECODER = json.JSONDecoder(parse_int=_int)
+_REFUSED = {
+    RecursionError: f"nested deeper than {MAX_DEPTH} levels (refused)",
+    OverflowError: f"a number of more than {MAX_NUMBER_CHARS} characters",
+}
 
 
 @dataclass(frozen=True)
@@ -68,49 +72,37 @@ class Counts:
     not_list: str = "must be a list of seconds"
 
 
-def _field(path: tuple[Any, ...]) -> str:
-    """``("rows", 3, "hardware")`` -> ``rows[3].hardware``; the top level is ``-``."""
-    text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-    return text.removeprefix(".") or "-"
-
-
 def _estimate(text: bytes) -> int:
     """Estimated Python bytes of the values of JSON ``text``."""
     items = text.count(b",") + text.count(b":") + 1
     return len(text) + 40 * items + 64 * (text.count(b"{") + text.count(b"["))
 
 
-def _floats(got: list[Any]) -> np.ndarray | None:
-    with contextlib.suppress(ValueError, TypeError):
-        arr = np.array(got, dtype=np.float64)
-        return arr if arr.ndim == 1 else None
-    return None
-
-
-def _rows(got: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    if not all(type(x) is list for x in got):
-        return None
-    k = np.fromiter(map(len, got), dtype=np.int64, count=len(got))
-    with contextlib.suppress(TypeError, ValueError):
-        return k, np.fromiter(itertools.chain.from_iterable(got), np.float64, int(k.sum()))
-    return None
-
-
-def _loads(text: bytes) -> Any:
-    """The list of elements ``text``, or None: orjson, else Python's json (NaN, Infinity)."""
-    with contextlib.suppress(orjson.JSONDecodeError):
-        return orjson.loads(b"[" + text + b"]")
-    with contextlib.suppress(ValueError, RecursionError, OverflowError):
-        return _DECODER.decode("[" + text.decode() + "]")
+def _parse(text: bytes, kind: str) -> Any:
+    """List elements ``text`` (orjson, else Python's json: NaN, Infinity) as ``kind`` reads them
+    (numbers: twice the array; ragged: lengths and values), or None where they are not of it."""
+    with contextlib.suppress(TypeError, ValueError, RecursionError, OverflowError):
+        try:
+            got = orjson.loads(b"[" + text + b"]")
+        except orjson.JSONDecodeError:
+            got = _DECODER.decode("[" + text.decode() + "]")
+        if kind == SKIP:
+            return got
+        if kind == NUMBERS:
+            arr = np.array(got, dtype=np.float64)
+            return (arr, arr) if arr.ndim == 1 else None
+        if all(type(x) is list for x in got):
+            k = np.fromiter(map(len, got), dtype=np.int64, count=len(got))
+            return k, np.fromiter(itertools.chain.from_iterable(got), np.float64, int(k.sum()))
     return None
 
 
 #: Per kind: where a piece may end past PIECE (and the bytes of the match it keeps), the list's
-#: end, and its parsed elements converted (None: not of the kind).
-_CUTS: dict[str, tuple[re.Pattern[bytes], int, bytes, Callable[[list[Any]], Any]]] = {
-    NUMBERS: (re.compile(rb","), 0, b"]", _floats),
-    RAGGED: (re.compile(rb"\][ \t\n\r]*,[ \t\n\r]*\["), 1, b"]]", _rows),
-    SKIP: (re.compile(rb'(?<!\\)"[ \t\n\r]*,[ \t\n\r]*"'), 1, b'"]', list),
+#: end.
+_CUTS: dict[str, tuple[re.Pattern[bytes], int, bytes]] = {
+    NUMBERS: (re.compile(rb","), 0, b"]"),
+    RAGGED: (re.compile(rb"\][ \t\n\r]*,[ \t\n\r]*\["), 1, b"]]"),
+    SKIP: (re.compile(rb'(?<!\\)"[ \t\n\r]*,[ \t\n\r]*"'), 1, b'"]'),
 }
 
 
@@ -118,7 +110,7 @@ class _Reader:
     def __init__(self, fh: IO[bytes], path: Path, cap: int | None) -> None:
         self.fh, self.path, self.cap = fh, path, cap
         self.buf, self.pos, self.eof = b"", 0, False
-        self.offset = self.lines = 0  # file bytes and newlines before buf
+        self.lines = 0  # newlines before buf
         self.budget = int(VALUE_BUDGET_MB * 1e6)
         # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
         self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
@@ -128,9 +120,8 @@ class _Reader:
             data = self.fh.read(CHUNK)
             self.eof = not data
             self.lines += self.buf.count(NL, 0, self.pos)
-            self.offset += self.pos
             self.buf, self.pos = self.buf[self.pos :] + data, 0
-            if self.cap is not None and self.offset + len(self.buf) > self.cap:
+            if self.cap is not None and self.fh.tell() > self.cap:  # bytes decompressed
                 limit = "the limit for a gzip file; raise it with --max-input-mb"
                 raise self.fail((), f"decompresses to over {self.cap / 1e6:g} MB ({limit})")
         return len(self.buf) - self.pos
@@ -143,12 +134,15 @@ class _Reader:
         return self.buf[self.pos] if self.pos < len(self.buf) else -1
 
     def fail(self, where: tuple[Any, ...] | str | int, problem: str) -> InputError:
-        """``problem`` at a path, a field or a buffer position (its line; at the end: truncated)."""
+        """``problem`` at a path (``("rows", 3, "hw")``: ``rows[3].hw``), a field or a buffer
+        position (its line; at the end: truncated)."""
         if isinstance(where, int) and where >= len(self.buf) and self.eof:
             return InputError(self.path, "end of file", "truncated JSON")
         if isinstance(where, int):
             where = f"line {self.lines + self.buf.count(NL, 0, where) + 1}"
-        return InputError(self.path, where if isinstance(where, str) else _field(where), problem)
+        elif isinstance(where, tuple):
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in where)
+        return InputError(self.path, where.removeprefix(".") or "-", problem)
 
     def bad(self, msg: str) -> InputError:
         return self.fail(self.pos, f"not valid JSON: {msg}")
@@ -170,19 +164,15 @@ class _Reader:
                 s = codecs.utf_8_decode(text, None, at_end)[0]
                 v, end = _DECODER.raw_decode(s)
             except UnicodeDecodeError as exc:
-                byte = f"byte 0x{text[exc.start]:02x}"
-                problem = f"not UTF-8 text: {byte} (save the file as UTF-8)"
+                problem = f"not UTF-8 text: byte 0x{text[exc.start]:02x} (save the file as UTF-8)"
                 raise self.fail(self.pos + exc.start, problem) from None
             except json.JSONDecodeError as exc:  # near the window's end: maybe a cut
                 cut = exc.msg.startswith("Unterminated string")
                 if at_end or (exc.pos < len(s) - 16 and not cut):
                     at = len(self.buf) if cut else self.pos + len(s[: exc.pos].encode())
                     raise self.fail(at, f"not valid JSON: {exc.msg}") from None
-            except RecursionError:
-                raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)") from None
-            except OverflowError:
-                why = f"a number of more than {MAX_NUMBER_CHARS} characters"
-                raise self.fail(path, why) from None
+            except (RecursionError, OverflowError) as exc:
+                raise self.fail(path, _REFUSED[type(exc)]) from None
             end = end if at_end or 0 <= end < len(s) - 16 else -1
         self.walk(v, path, depth)
         n = len(s[:end].encode())
@@ -196,7 +186,7 @@ class _Reader:
         if not isinstance(v, (list, dict)):
             return
         if depth >= MAX_DEPTH:
-            raise self.fail(path, f"nested deeper than {MAX_DEPTH} levels (refused)")
+            raise self.fail(path, _REFUSED[RecursionError])
         if isinstance(v, dict) and len(v) > MAX_KEYS:
             raise self.fail(path, f"an object with more than {MAX_KEYS:,} keys (refused)")
         for k, x in v.items() if isinstance(v, dict) else enumerate(v):
@@ -218,7 +208,7 @@ class _Reader:
 
     def piece(self, kind: str) -> Any:
         """Elements to a cut past PIECE bytes (else the list's end) converted, or None."""
-        cut, keep, end, convert = _CUTS[kind]
+        cut, keep, end = _CUTS[kind]
         self.want(PIECE + CUT_SEARCH)
         start, buf = self.pos, self.buf
         lo = min(start + PIECE, len(buf))
@@ -227,8 +217,7 @@ class _Reader:
         for _ in range(2):  # to the cut, else to the list's end
             text = buf[start : at + keep] if at > start else b""
             if text and (kind == SKIP or not text.translate(None, _NUMERIC)):
-                got = _loads(text)
-                out = None if got is None else convert(got)
+                out = _parse(text, kind)
                 if out is not None:
                     self.pos += len(text)
                     return out
@@ -247,53 +236,48 @@ class _Reader:
             yield got
             c = self.step(0x5D)
 
-    def numbers(
-        self, path: tuple[Any, ...], bound: int, what: str, name: str, flat0: int = 0
-    ) -> np.ndarray:
-        """The list at ``pos`` as float64, at most ``bound`` entries; a non-number is ``NAME[i]``,
-        ``i`` counted from ``flat0``."""
-        n, parts = 0, list[np.ndarray]()
+    def array(
+        self, path: tuple[Any, ...], kind: str, c: Counts, name: str, row: int = -1, at: int = 0
+    ) -> Any:
+        """The list at ``pos`` in pieces: of numbers (a ragged list's ``row``: at most ``c.inner``)
+        as float64, a non-number named ``NAME[at + i]``; of lists of numbers (``RAGGED``) as
+        :class:`Ragged`, a long one read as numbers."""
+        ragged, lens, parts, n, total = kind == RAGGED, [], [], 0, 0
+        bound = c.inner if row >= 0 else c.entries
+        what = "numbers of one list" if row >= 0 else f"rackbook's bound on {c.name}"
+        out = np.zeros(0)  # RAGGED: the values, written in place (no copy at the end)
 
-        def one(c: int) -> np.ndarray:
-            v = self.value((*path, n), 2)
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise self.fail(f"{name or _field(path)}[{flat0 + n}]", "not a number")
-            return np.array([v], dtype=np.float64)
-
-        for arr in self.items(NUMBERS, one):
-            n += len(arr)
-            if n > bound:
-                raise self.over(path, bound, "entries", what)
-            parts.append(arr)
-        return np.concatenate(parts) if parts else np.zeros(0)
-
-    def ragged(self, path: tuple[Any, ...], counts: Counts, key: str) -> Ragged:
-        """A list of lists of numbers at ``pos``: runs of lists at once, a long list in pieces."""
-        lens, rows, total = [], 0, 0
-        out = np.zeros(0)  # the values, written in place (no copy at the end)
-
-        def one(c: int) -> tuple[np.ndarray, np.ndarray]:
-            if c in (0x5D, -1):
+        def one(b: int) -> tuple[np.ndarray, np.ndarray]:
+            if not ragged:
+                v = self.value((*path, n), 2)
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise self.fail(f"{name}[{at + n}]" if name else (*path, n), "not a number")
+                return (v := np.array([v], dtype=np.float64)), v
+            if b in (0x5D, -1):
                 raise self.bad("Expecting value")
-            if c != 0x5B:
-                raise self.fail(f"{key}[{rows}]", counts.not_list)
-            flat = (key, total) if counts.flat_index else ("", 0)
-            v = self.numbers((*path, rows), counts.inner, "numbers of one list", *flat)
+            if b != 0x5B:
+                raise self.fail(f"{name}[{n}]", c.not_list)
+            v = self.array((*path, n), NUMBERS, c, name if c.flat_index else "", n, total)
             return np.array([len(v)]), v
 
-        for k, v in self.items(RAGGED, one):
-            if len(k) and int(k.max()) > counts.inner:
-                i = rows + int(np.argmax(k > counts.inner))
-                raise self.over((*path, i), counts.inner, "entries", "numbers of one list")
-            rows, total = rows + len(k), total + len(v)
-            if rows > counts.entries:
-                raise self.over(path, counts.entries, "lists", f"rackbook's bound on {counts.name}")
-            if total > counts.total:
-                raise self.over(path, counts.total, "numbers in all", "rackbook's bound")
+        for k, v in self.items(kind, one):
+            if ragged and len(k) and int(k.max()) > c.inner:
+                i = n + int(np.argmax(k > c.inner))
+                raise self.over((*path, i), c.inner, "entries", "numbers of one list")
+            n, total = n + len(k), total + len(v)
+            if n > bound:
+                raise self.over(path, bound, "lists" if ragged else "entries", what)
+            if ragged and total > c.total:
+                raise self.over(path, c.total, "numbers in all", "rackbook's bound")
+            if not ragged:
+                parts.append(v)
+                continue
             lens.append(k)
             if not len(out):  # room for every number the file can hold, resident as written
-                out = np.empty(max(min(counts.total, self.most_numbers), total), np.float64)
+                out = np.empty(max(min(c.total, self.most_numbers), total), np.float64)
             out[total - len(v) : total] = v
+        if not ragged:
+            return np.concatenate(parts) if parts else np.zeros(0)
         # a view: the pages past ``total`` were never written, so never resident
         return Ragged(np.concatenate(lens) if lens else np.zeros(0, np.int64), out[:total])
 
@@ -307,18 +291,13 @@ class _Reader:
             if self.ws() != 0x3A:
                 raise self.bad("Expecting ':' delimiter")
             self.pos += 1
-            given = top.get(key)
-            kind = given if self.ws() == 0x5B else None
+            kind = top.get(key) if self.ws() == 0x5B else None
             if kind == SKIP:
                 for _ in self.items(SKIP, lambda c: [self.value((key,), 2, False)]):  # noqa: B023
                     pass
-            elif kind == NUMBERS:
-                out[key] = self.numbers(
-                    (key,), counts.entries, f"rackbook's bound on {counts.name}", key
-                )
-            elif kind == RAGGED:
-                out[key] = self.ragged((key,), counts, key)
-            elif given == SKIP:
+            elif kind is not None:
+                out[key] = self.array((key,), kind, counts, key)
+            elif top.get(key) == SKIP:
                 self.value((key,), 1, False)
             else:
                 out[key] = self.value((key,), 1)

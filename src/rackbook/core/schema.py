@@ -314,11 +314,9 @@ def check_points(df: pd.DataFrame, run: Mapping[str, Any], where: Path | str) ->
         bad = df["point_id"][dup].iloc[0]
         raise InputError(where, "published_points.point_id", f"duplicate id {bad!r}")
     check_rules(df, "published_points", where)
-    dis = df["serving"].eq("disaggregated").fillna(False).to_numpy(bool)
     parts = df["prefill_gpus"].astype("Float64") + df["decode_gpus"].astype("Float64")
-    total = df["gpus"].astype("Float64")
-    both = parts.notna() & total.notna()
-    bad = dis & both.to_numpy(bool) & (parts != total).fillna(False).to_numpy(bool)
+    split = df["serving"].eq("disaggregated") & (parts != df["gpus"].astype("Float64"))
+    bad = split.fillna(False).to_numpy(bool)  # unknown where a count is: never refused
     if bad.any():
         i = int(bad.argmax())
         p, d, g = (df[c].iloc[i] for c in ("prefill_gpus", "decode_gpus", "gpus"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rackbook import limits
-from rackbook.core import fsio, schema
+from rackbook.core import fsio, jsonstream, schema
 from rackbook.core.fsio import atomic_dir, check_output_folder
 from rackbook.errors import InputError
 
@@ -157,14 +156,13 @@ def check_consistency(
     out = req["output_tokens"].to_numpy(np.float64)
     if not np.nansum(out[ok]) > 0:
         raise InputError(where, "requests.output_tokens", "no successful request generated a token")
-    start = req["start_time_s"].to_numpy(np.float64) if "start_time_s" in req else None
-    if start is not None and "duration_s" in pts:
-        dur = req["point_id"].map(pts.set_index("point_id")["duration_s"]).to_numpy(np.float64)
-        late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
-        if late.any():
-            i = int(np.argmax(late))
-            problem = f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)"
-            raise InputError(where, f"requests.start_time_s (row {i})", problem)
+    start = req["start_time_s"].to_numpy(np.float64)  # conformed tables: every column there
+    dur = req["point_id"].map(pts.set_index("point_id")["duration_s"]).to_numpy(np.float64)
+    late = np.isfinite(start) & (start > dur * START_SLACK_REL + START_SLACK_S)
+    if late.any():
+        i = int(np.argmax(late))
+        problem = f"{start[i]:,.6g} s is past its point's duration ({dur[i]:,.6g} s)"
+        raise InputError(where, f"requests.start_time_s (row {i})", problem)
     if itl is None or not len(itl):
         return
     rows = itl["request_row"].to_numpy(np.int64)
@@ -209,11 +207,10 @@ def _check_run(run: Any, where: Path | str) -> None:
     if run["kind"] not in schema.KINDS:
         problem = f"{run['kind']!r} is not one of {', '.join(schema.KINDS)}"
         raise InputError(where, "run.json.kind", problem)
-    if run["kind"] == "synthetic":
-        gen = run.get("generator")
-        if not isinstance(gen, dict) or "name" not in gen or "seed" not in gen:
-            problem = "a synthetic trace must name its generator and seed"
-            raise InputError(where, "run.json.generator", problem)
+    gen = run.get("generator")
+    if run["kind"] == "synthetic" and not (isinstance(gen, dict) and {"name", "seed"} <= set(gen)):
+        problem = "a synthetic trace must name its generator and seed"
+        raise InputError(where, "run.json.generator", problem)
     if not isinstance(run["commands"], list):
         raise InputError(where, "run.json.commands", "must be a list of command lines")
     if not isinstance(run["parameters"], dict):
@@ -344,21 +341,6 @@ def write_trace(
     return path
 
 
-def load_run_json(f: Path) -> Any:
-    """The JSON of a ``run.json`` file, unchecked; any read failure is one InputError."""
-    limits.input_file(f, what="run.json file")
-    try:
-        return json.loads(f.read_text(encoding="utf-8"))
-    except RecursionError:
-        raise limits.nesting_error(f) from None
-    except UnicodeDecodeError:
-        raise InputError(f, "-", "not text (binary file?)") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    except ValueError as exc:  # an integer of thousands of digits
-        raise InputError(f, "-", f"not readable JSON: {exc}") from None
-
-
 def read_run(path: str | Path) -> dict[str, Any]:
     """Only ``run.json`` of a trace folder (validated)."""
     path = Path(path)
@@ -368,7 +350,7 @@ def read_run(path: str | Path) -> dict[str, Any]:
         raise InputError(path, "-", problem if path.exists() else "trace folder does not exist")
     if not f.exists():
         raise InputError(f, "-", "missing run.json")
-    run = load_run_json(f)
+    run = jsonstream.load(f)
     _check_run(run, f)
     return run
 
@@ -411,11 +393,7 @@ def table_rows(path: str | Path, name: str) -> int:
 def check_row_counts(path: str | Path) -> tuple[int, int]:
     """(request rows, gap rows); InputError past the requests bound or for gaps past tokens."""
     path = Path(path)
-    n_req = table_rows(path, "requests")
-    bound = limits.BOUNDS["requests"]
-    if n_req > bound:
-        problem = f"{n_req:,} request rows: a trace holds at most {bound:,}"
-        raise InputError(path / "requests.parquet", "-", f"{problem} (what an import expands to)")
+    n_req = limits.bounded(table_rows(path, "requests"), "requests", path / "requests.parquet", "-")
     n_itl = table_rows(path, "itl")
     names = _parquet(path, "requests", lambda f: pq.ParquetFile(f).schema_arrow.names)
     if n_itl > n_req and "output_tokens" in names:  # only then can gaps outnumber tokens

@@ -76,9 +76,7 @@ def _speed_row(
     path: Path, g: str, s: Any, keys: dict[str, Any], version: Any, source_url: str
 ) -> dict[str, Any]:
     """Speed entry ``s`` (field ``g``) of a cell as a ``published_points`` row (times in s)."""
-    if not isinstance(s, dict):
-        raise InputError(path, g, "must be an object")
-    wl = points.mapping(path, f"{g}.workload", s.get("workload"))
+    wl = points.mapping(path, f"{g}.workload", points.mapping(path, g, s).get("workload"))
     at = f"{g}.workload"
     isl, osl, conc = (points.cell(path, f"{at}.{k}", wl.get(k), "whole") for k in _WORKLOAD)
     workload = cookbook_workload(path, g, wl)
@@ -137,9 +135,7 @@ def cookbook_points(
     out, stubs = [], 0
     for i, cell in enumerate(cells):
         f = f"benchmarks[{i}]"
-        if not isinstance(cell, dict):
-            raise InputError(path, f, "must be an object")
-        match = points.mapping(path, f"{f}.match", cell.get("match"))
+        match = points.mapping(path, f"{f}.match", points.mapping(path, f, cell).get("match"))
         keys = points.cells(path, f"{f}.match", match, _MATCH)
         speed = cell.get("speed")
         if speed is None:

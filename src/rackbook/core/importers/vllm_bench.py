@@ -24,17 +24,23 @@ DETAILED_KEYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "err
 INT_LABELS = ("batch_size", "concurrency", "decode_ranks", "context_tokens", "num_gpus")
 
 
-def _num_array(path: Path, key: str, values: Any, n: int, *, integer: bool) -> np.ndarray:
+def _num_array(path: Path, key: str, values: Any, n: int | None, integer: bool = False) -> Any:
+    """List ``key`` (``n`` entries, one per request; None: gaps) as checked float64."""
     if not isinstance(values, (list, np.ndarray)):
         raise InputError(path, key, f"must be a list, got {type(values).__name__}")
-    if len(values) != n:
+    if n is not None and len(values) != n:
         raise InputError(path, key, f"has {len(values)} entries, expected {n} (one per request)")
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         bad = next(i for i, v in enumerate(values) if not isinstance(v, (int, float)))
         raise InputError(path, f"{key}[{bad}]", "not a number") from None
-    return _checked(path, key, arr, integer=integer)
+    if arr.ndim != 1:
+        raise InputError(path, key, "must be a flat list of numbers")
+    if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
+        raise InputError(path, f"{key}[{int(np.argmax(arr % 1 != 0))}]", "not an integer")
+    traces.check_values(arr, path, key, traces.RowNames(keys={}), tokens=integer)
+    return arr
 
 
 #: Request columns -> (the vLLM result's per-request list, whole numbers), in checking order.
@@ -50,15 +56,6 @@ VLLM_KEYS = traces.RowNames(
 )
 
 
-def _checked(path: Path, key: str, arr: np.ndarray, *, integer: bool) -> np.ndarray:
-    if arr.ndim != 1:
-        raise InputError(path, key, "must be a flat list of numbers")
-    if integer and np.isfinite(arr).all() and (arr % 1 != 0).any():
-        raise InputError(path, f"{key}[{int(np.argmax(arr % 1 != 0))}]", "not an integer")
-    traces.check_values(arr, path, key, traces.RowNames(keys={}), tokens=integer)
-    return arr
-
-
 def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np.ndarray]:
     """Ragged ``itls`` as (request row, gap s) arrays."""
     if not isinstance(itls, RaggedGaps):
@@ -66,14 +63,13 @@ def _flat_itls(path: Path, itls: list[Any] | RaggedGaps) -> tuple[np.ndarray, np
         if bad is not None:
             raise InputError(path, f"itls[{bad}]", "must be a list of seconds")
         lens = np.fromiter(map(len, itls), dtype=np.int64, count=len(itls))
-        total = int(lens.sum())
         try:
-            flat = np.fromiter(itertools.chain.from_iterable(itls), np.float64, total)
+            flat = np.fromiter(itertools.chain.from_iterable(itls), np.float64, int(lens.sum()))
         except (TypeError, ValueError):  # only to name the bad entry
-            flat = _num_array(path, "itls", [*itertools.chain(*itls)], total, integer=False)
+            flat = _num_array(path, "itls", [*itertools.chain(*itls)], None)
         itls = RaggedGaps(lens, flat)
     rows = np.repeat(np.arange(len(itls.lens), dtype=np.int64), itls.lens)
-    return rows, _checked(path, "itls", itls.values, integer=False)
+    return rows, _num_array(path, "itls", itls.values, None)
 
 
 def _request_ids(pid: str, n: int) -> pd.Series:
@@ -109,7 +105,7 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
     lat = cols["e2el_s"]
     start = np.full(n, np.nan)
     if d.get("start_times") is not None:
-        start = _num_array(path, "start_times", d["start_times"], n, integer=False)
+        start = _num_array(path, "start_times", d["start_times"], n)
     for key, kinds, what in (
         ("errors", list, "strings"),
         ("itls", (list, RaggedGaps), "lists (one per request)"),
@@ -132,12 +128,9 @@ def _request_columns(path: Path, d: dict[str, Any]) -> dict[str, Any]:
 def _int_labels(path: Path, d: dict[str, Any], labels: dict[str, str]) -> dict[str, int | None]:
     """:data:`INT_LABELS` popped from ``labels``, concurrency else ``max_concurrency``."""
     ints: dict[str, int | None] = {k: None for k in INT_LABELS}
-    mc = d.get("max_concurrency")
+    mc = points.cell(path, "max_concurrency", d.get("max_concurrency"), "whole?")
     if mc is not None:
-        if isinstance(mc, bool) or not isinstance(mc, int) or mc < 1:
-            raise InputError(path, "max_concurrency", "must be a positive integer or null")
-        limits.bounded(mc, "concurrency", path, "max_concurrency")
-        ints["concurrency"] = mc
+        ints["concurrency"] = limits.bounded(mc, "concurrency", path, "max_concurrency")
     for k in INT_LABELS:
         if k in labels:
             try:
@@ -167,10 +160,6 @@ def vllm_bench_frames(
         if not keep.all():  # copied only when a failed request has gaps: 16 B a gap
             request_row, itl_s = request_row[keep], itl_s[keep]
         del keep
-    tokens = int(c["output_tokens"].clip(min=0).sum())
-    if len(itl_s) > tokens:  # the rule traces.read_trace applies, told of this file
-        what = f"{len(itl_s):,} gaps of successful requests for {tokens:,} output tokens"
-        raise InputError(path, "itls", f"{what}: a request has at most one gap per token")
     labels = dict(labels or {})
     stem = Path(path.stem).stem if path.suffix == ".gz" else path.stem  # r.json.gz -> r
     pid = point_id or labels.pop("point_id", None) or stem
@@ -181,7 +170,7 @@ def vllm_bench_frames(
     n = len(c["success"])
     start = c["start_time_s"]
     t0 = float(np.nanmin(start)) if np.isfinite(start).any() else 0.0
-    req_ints = ("batch_size", "concurrency", "decode_ranks", "context_tokens")
+    req_ints = INT_LABELS[:4]
     req = pd.DataFrame(
         {
             "request_id": _request_ids(pid, n),
@@ -241,9 +230,7 @@ def read(path: Path, options: importers.Options, command: str) -> traces.Trace:
             "hosts": None,
             "declared": {
                 "gpu": hw.id,
-                "name": hw.name,
-                "count": hw.count,
-                "catalog": hw.catalog,
+                **{k: getattr(hw, k) for k in ("name", "count", "catalog")},
                 "by": "the user, at import (rackbook import --gpu ID --gpus N); not probed",
             },
             "importing_machine": t.run["hardware"],
