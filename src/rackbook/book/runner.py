@@ -66,7 +66,8 @@ def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
     """Refuse, before any kernel starts, what :func:`rackbook.params.check_given` refuses; in
-    trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it."""
+    trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it,
+    eplb-balance's layer, windows and EP layout beyond its trace's experts."""
     from rackbook import params as schema
     from rackbook.inputs.loader import display_path
 
@@ -76,10 +77,12 @@ def check_parameters(
     if source != "trace":
         return
     trace = merged.get("trace")
-    if result == "eplb-balance" and isinstance(trace, str) and trace:
-        check_expert_layout(paths.ROOT / trace, merged, shown)
-    if isinstance(merged.get("point_id"), str):
-        check_point_id(merged, shown)
+    folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
+    top = schema.expert_extent(folder) if folder and result == "eplb-balance" else None
+    if top is not None:
+        _check_layout(top, merged, shown)
+    if folder and isinstance(merged.get("point_id"), str) and (folder / "points.parquet").is_file():
+        _check_point_id(folder, merged["point_id"], shown)
     for name, value in params.items():
         if name in ("trace", "trace_b") and not (name == "trace_b" and value is None):
             _check_trace(result, value, f"parameter {name}", shown, merged)
@@ -103,30 +106,21 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
         check_one_stream(folder, merged.get("point_id"), field)
 
 
-def check_point_id(params: dict[str, Any], where: str) -> None:
-    """The ``point_id`` parameter names a point of the chapter's trace (its points table)."""
+def _check_point_id(folder: Path, point_id: str, where: str) -> None:
     from rackbook.core import traces
     from rackbook.inputs.loader import display_path
 
-    trace = params.get("trace")
-    folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
-    if folder is None or not (folder / "points.parquet").is_file():
-        return  # the trace's own check names what is missing
     known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
-    if params["point_id"] not in known:
+    if point_id not in known:
         shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
-        why = f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
+        why = f"{point_id!r} is not a point of {display_path(folder)} (its points: "
         raise InputError(where, "parameter point_id", f"{why}{shown})")
 
 
-def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
-    """eplb-balance's layer, windows and EP layout against its trace's experts."""
+def _check_layout(top: dict[str, int], params: dict[str, Any], where: str) -> None:
     from rackbook import params as schema
     from rackbook.physics import eplb
 
-    top = schema.expert_extent(trace)
-    if top is None:
-        return
     schema.check_extent(top, params, where)
     layout: list[Any] = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
     if all(isinstance(v, int) for v in layout):
@@ -136,23 +130,14 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
 
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-    """A checked chapter: notebook, output folder, injected parameters, cache key (live: None)."""
-
-    notebook: Path
-    out_dir: Path
-    params: dict[str, Any]
-    key: str | None
-
-
 def prepare_run(
     result: str,
     source: str = "trace",
     parameters: dict[str, Any] | None = None,
     out: str | Path | None = None,
-) -> Prepared:
-    """Check a chapter's parameters (one-line errors) and compute its cache key."""
+) -> tuple[Path, Path, dict[str, Any], str | None]:
+    """Check a chapter's parameters (one-line errors): notebook, output folder, injected
+    parameters and cache key (live: None)."""
     from rackbook import params as schema
 
     nb = notebook_path(result)
@@ -165,17 +150,15 @@ def prepare_run(
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
     key = chapter_key(nb, defaults | params) if source == "trace" else None
-    return Prepared(nb, out_dir, params, key)
+    return nb, out_dir, params, key
 
 
 def cached_headline(
     result: str, source: str, parameters: dict[str, Any], out: str | Path | None
 ) -> Path | None:
     """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
-    prep = prepare_run(result, source, parameters, out)
-    if prep.key is not None and is_fresh(prep.out_dir, result, prep.key):
-        return prep.out_dir / f"{result}.json"
-    return None
+    _, out_dir, _, key = prepare_run(result, source, parameters, out)
+    return out_dir / f"{result}.json" if key and is_fresh(out_dir, result, key) else None
 
 
 def execute_result(
@@ -189,8 +172,7 @@ def execute_result(
     """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
     from rackbook.inputs.loader import display_path
 
-    prep = prepare_run(result, source, parameters, out)
-    nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
+    nb, out_dir, params, key = prepare_run(result, source, parameters, out)
     if key is not None and not force and is_fresh(out_dir, result, key):
         return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
@@ -228,8 +210,10 @@ def execute_result(
         _leave_nothing()
     if source == "live":
         fsio.update_manifest(out_dir, record=["traces"])
-    if key is not None:
-        remember(out_dir, result, key)
+    if key is not None:  # the outputs made with this key
+        doc = _stamp(out_dir, result, key)
+        atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
+        update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
     return headline, False
 
 
@@ -291,17 +275,13 @@ def cli_run(args: argparse.Namespace) -> int:
         line = f"{d.result}: {summary_line(doc)} [{how}] -> {d.headline}"
         print(line, *numbers.block(doc, before.get(d.result), compare=True), sep="\n", flush=True)
 
+    jobs = min(getattr(args, "jobs", None) or cores(), len(names))
+    what = f"{len(names)} results ({source}), {jobs} at a time"
     if len(names) == 1:
         prepare_run(names[0], source, params, out)  # every check before the first line
+        what = f"{names[0]} ({source})"
     with results_folder(out or paths.EXECUTED, "--out", names):
-        if len(names) == 1:
-            t0 = time.perf_counter()
-            print(f"running {names[0]} ({source}) ...", flush=True)
-            path, cached = execute_result(names[0], source, params, out, force=force)
-            report(Done(names[0], path, cached, time.perf_counter() - t0))
-            return 0
-        jobs = min(getattr(args, "jobs", None) or cores(), len(names))
-        print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
+        print(f"running {what} ...", flush=True)
         run_chapters(names, source, params, out, force, jobs, report)
     return 0
 
@@ -436,20 +416,15 @@ def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-def _sha(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def stamp_path(out_dir: Path, result: str) -> Path:
     """Where the key of ``result``'s outputs in ``out_dir`` is kept."""
     return out_dir / f".{result}.key"
 
 
-def _stamp(out_dir: Path, result: str, key: str) -> dict[str, str | None]:
-    return {"key": key} | {x: _sha(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
+def _stamp(out_dir: Path, result: str, key: str) -> dict[str, Any]:
+    """The key, and the size and SHA-256 of ``result``'s notebook and headline (as JSON reads)."""
+    found = {x: fsio.digest(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
+    return json.loads(json.dumps({"key": key} | found))
 
 
 def is_fresh(out_dir: Path, result: str, key: str) -> bool:
@@ -459,13 +434,6 @@ def is_fresh(out_dir: Path, result: str, key: str) -> bool:
     except (OSError, ValueError):
         return False
     return doc == _stamp(out_dir, result, key) and doc["ipynb"] is not None
-
-
-def remember(out_dir: Path, result: str, key: str) -> None:
-    """Record that ``result``'s outputs in ``out_dir`` were made with ``key``."""
-    doc = _stamp(out_dir, result, key)
-    atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
-    update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
 
 
 #: Seconds the child gets to stop its kernel after SIGTERM before both are killed.
@@ -673,17 +641,24 @@ def _worker_init() -> None:
 
 
 def _one(
-    result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
+    result: str,
+    source: str,
+    params: dict[str, Any],
+    out: str | Path | None,
+    force: bool,
+    progress: bool | None = False,
 ) -> Done:
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
-        headline, cached = execute_result(result, source, params, out, False, force)
+        headline, cached = execute_result(result, source, params, out, progress, force)
     except InputError as err:
         fields = (err.file, err.field, err.problem)
         return Done(result, None, False, time.perf_counter() - t0, fields)
-    except (KeyboardInterrupt, Terminated) as exc:
-        os._exit(128 + getattr(exc, "signum", signal.SIGINT))
+    except Terminated as exc:
+        if _state[0] == "stopping":  # a worker told to stop: its parent reports it
+            os._exit(128 + exc.signum)
+        raise
     finally:
         _state[0] = "idle"
     return Done(result, headline, cached, time.perf_counter() - t0)
@@ -714,19 +689,19 @@ def run_chapters(
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
     """Execute ``names``, ``jobs`` at a time, reported in order; raises the first failure."""
+    jobs = min(jobs or cores(), len(names))
     ready: dict[str, Done] = {}
-    if not force:
-        for name in names:
-            t0 = time.perf_counter()
-            try:
-                hit = cached_headline(name, source, params, out)
-            except InputError as err:
-                ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
-                continue
-            if hit is not None:
-                ready[name] = Done(name, hit, True, time.perf_counter() - t0)
+    for name in names if jobs > 1 and not force else ():  # the cache served in the parent
+        t0 = time.perf_counter()
+        try:
+            hit = cached_headline(name, source, params, out)
+        except InputError as err:
+            ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
+            continue
+        if hit is not None:
+            ready[name] = Done(name, hit, True, time.perf_counter() - t0)
     todo = [n for n in names if n not in ready]
-    jobs = max(1, min(jobs or cores(), len(todo) or 1))
+    jobs = max(1, min(jobs, len(todo)))
     done: list[Done] = []
 
     def emit(d: Done) -> None:
@@ -734,9 +709,10 @@ def run_chapters(
         if report:
             report(d)
 
-    if jobs == 1:
+    if jobs == 1:  # in this process: one chapter's progress bar may show
+        shown = None if len(names) == 1 else False
         for name in names:
-            emit(ready[name] if name in ready else _one(name, source, params, out, force))
+            emit(ready[name] if name in ready else _one(name, source, params, out, force, shown))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
