@@ -123,16 +123,6 @@ _CLAIM = {
 }
 
 
-def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
-    marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
-    return [
-        {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
-        {"y": [_num(c.low) for c in cs], **_LOW},
-        {"y": [_num(c.ceiling) for c in cs], **_CEILING},
-        {"y": [c.claimed for c in cs], **_CLAIM, "marker": marker, "text": [c.verdict for c in cs]},
-    ]
-
-
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     """A Plotly figure: per setting (dropdown) the claim, ceiling and expected range."""
     import plotly.graph_objects as go
@@ -141,7 +131,14 @@ def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     fig = go.Figure()
     per_group = 4
     for i, (_, cs) in enumerate(groups.items()):
-        for trace in _traces(cs):
+        marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
+        claim = {**_CLAIM, "marker": marker, "text": [c.verdict for c in cs]}
+        for trace in (
+            {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
+            {"y": [_num(c.low) for c in cs], **_LOW},
+            {"y": [_num(c.ceiling) for c in cs], **_CEILING},
+            {"y": [c.claimed for c in cs], **claim},
+        ):
             fig.add_trace(go.Scatter(x=[c.x for c in cs], visible=i == first, **trace))
     buttons = []
     for i, label in enumerate(groups):

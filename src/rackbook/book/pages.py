@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Collection
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -34,24 +35,21 @@ _STATUS = {
 }
 
 
-def claim_card(result: str, registry: Registry | None = None) -> str:
+def claim_card(result: str) -> str:
     """Markdown card of a result's claims: each claim's figure and statement."""
-    reg = registry or load_claims()
-    cards = [
-        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
-    ]
+    claims = load_claims().for_result(result)
+    cards = [f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in claims]
     return "\n\n".join(cards) + "\n"
 
 
-def as_published(result: str, registry: Registry | None = None) -> str:
+def as_published(result: str) -> str:
     """Per claim of ``result``, a dropdown: its original words, scope, metric and source."""
-    reg = registry or load_claims()
-    return render("as-published.md.j2", reg=reg, result=result, status=_STATUS)
+    return render("as-published.md.j2", reg=load_claims(), result=result, status=_STATUS)
 
 
-def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
+def source_note(today: datetime.date | None = None) -> str:
     """The landing page's opening: where the claims were read, as of ``today`` (UTC)."""
-    reg = registry or load_claims()
+    reg = load_claims()
     return render(
         "source-note.md.j2",
         reg=reg,
@@ -83,40 +81,35 @@ def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
 
 
 def at_a_glance(
-    executed: Path,
-    registry: Registry | None = None,
-    reference: Path | None = None,
-    mine: Collection[str] | None = None,
+    executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> str:
     """The landing table from ``executed``; ``reference``/``mine`` add "this run" columns."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, summarize
 
-    reg = registry or load_claims()
+    reg = load_claims()
     yours_too = reference is not None and mine is not None
     head = "claim | verdict | finding | certainty"
     head += " | this run, your traces" * yours_too
     head += " | this run, shipped recordings" * (reference is not None)
-    rows, used, reasons = [], [], []
+    found: dict[str, Any] = {}  # claim id -> its summary
+    rows, reasons = [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        ref = _readings(reference, result)
-        yours = _readings(executed, result) if result in (mine or ()) else []
-        readings = _readings(executed, result)
-        found = {}
+        link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
+        ref, readings = _readings(reference, result), _readings(executed, result)
+        yours = readings if result in (mine or ()) else []
         if readings is not None:
-            found = {c.id: summarize(c, readings) for c in reg.for_result(result)}
+            found |= {c.id: summarize(c, readings) for c in reg.for_result(result)}
             for c in conclusions({"result": result, "readings": readings}, reg):
                 note = c.certainty.note
                 reasons.append(f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): {_md(note)}")
         for claim in reg.for_result(result):
-            link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
             cells = list(landing_row(claim, found.get(claim.id)))
             cells[0] += f" ({link})"
-            if claim.id in found and found[claim.id].word not in used:
-                used.append(found[claim.id].word)
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
+    used = dict.fromkeys(s.word for s in found.values())
     return render(
         "at-a-glance.md.j2",
         lines=table(head, rows),
@@ -179,10 +172,14 @@ def claims_page(registry: Registry | None = None) -> str:
     return render("claims.md.j2", reg=registry or load_claims(), status=_STATUS)
 
 
-def translation_page(trace_dir: Path, gpus: int = 1) -> str:
-    """One point of a recorded trace under each tool's metric definitions."""
+def translation_page(trace_dir: Path | None = None, gpus: int = 1) -> str:
+    """One point of a recorded trace (default: decode-parity's) under each tool's metric
+    definitions."""
     from rackbook.core import cross_tool, provenance, traces
 
+    trace_dir = trace_dir or paths.TRACES / "decode-parity"
+    if not (trace_dir / "run.json").exists():
+        return "No recorded trace is available to compute this table.\n"
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
     df = cross_tool.translate(t, gpus=gpus, point_id=pid)
@@ -202,11 +199,11 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
 CHECK_EXAMPLES = paths.ROOT / "book" / "_template" / "check-examples.yaml"
 
 
-def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
+def check_page(model: str = "deepseek-v4.1-flash") -> str:
     """The worked ``rackbook check`` examples as a table (computed, never typed)."""
     from rackbook.physics import attainable, check
 
-    reg = registry or load_claims()
+    reg = load_claims()
     rows = []
     for example in yaml.safe_load(CHECK_EXAMPLES.read_text(encoding="utf-8")):
         label, kw = example["label"], dict(example["args"])
@@ -265,20 +262,9 @@ PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
 _HOSTS: dict[str, str] = _CITATIONS["hosts"]
 
 
-def _host(url: str) -> str:
-    return re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
-
-
-def _words(slug: str) -> str:
-    slug = re.sub(r"\.(html?|md|json|csv|jsx|ts)$", "", slug)
-    slug = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", slug)
-    text = re.sub(r"[-_]+", " ", slug).strip()
-    return text[:1].upper() + text[1:]
-
-
 def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
     """Title, organisation, date (``n.d.``) and ``secondary`` of a cited address."""
-    host = _host(url)
+    host = re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
     path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
     org, title = "", titles.get(url, "")
     if host in ("github.com", "raw.githubusercontent.com") and len(path) >= 2:
@@ -292,7 +278,9 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
         title += " (Hugging Face)" if "Hugging Face" not in title else ""
     else:
         org = next((o for h, o in _HOSTS.items() if host == h or host.endswith("." + h)), host)
-        title = title or (_words(path[-1]) if path else host)
+        slug = re.sub(r"^\d{4}-\d{2}-\d{2}-|\.(html?|md|json|csv|jsx|ts)$", "", (path or [""])[-1])
+        words = re.sub(r"[-_]+", " ", slug).strip()
+        title = title or (words[:1].upper() + words[1:] if path else host)
     who, date = figures.get(url, ("", ""))
     org = who or org  # a figure's submitter names the organisation
     if not date:
@@ -306,11 +294,11 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
     return {"title": title, "org": org, "date": date or "n.d.", "secondary": secondary}
 
 
-def bibliography(registry: Registry | None = None) -> str:
+def bibliography() -> str:
     """A BibTeX ``@misc`` per cited URL; an aggregator's primary gets its own entry."""
     from rackbook.inputs.published import load_figures
 
-    reg = registry or load_claims()
+    reg = load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
     # the first figure of each address names it
     figures = {f.url: (f.submitter, f.date or "") for f in reversed(load_figures().figures)}
@@ -375,18 +363,9 @@ def validation_report() -> dict[str, Any]:
 
 
 def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
-    rows = []
-    for name in sorted({str(p[key]) for p in rep["points"]}):
-        preds = [p for p in rep["points"] if str(p[key]) == name]
-        r = np.array([p["ratio"] for p in preds])
-        s = {
-            "points": len(r),
-            "median_ratio": float(np.median(r)),
-            "within_2x": float(np.mean((r >= 0.5) & (r <= 2))),
-            "inside": float(np.mean([p["inside"] for p in preds])),
-        }
-        rows.append((name, s))
-    return rows
+    pts: list[Any] = [SimpleNamespace(**p) for p in rep["points"]]
+    names = sorted({str(getattr(p, key)) for p in pts})
+    return [(n, validation.summary([p for p in pts if str(getattr(p, key)) == n])) for n in names]
 
 
 def validation_markdown(rep: dict[str, Any]) -> str:
@@ -433,15 +412,6 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
     data = plotting.figure_png(fig)
     plt.close(fig)
     return data
-
-
-def validation_files(folder: Path) -> list[Path]:
-    """Write ``validation.md`` and ``validation.png`` into ``folder``."""
-    rep = validation_report()
-    return [
-        atomic_write_text(folder / "validation.md", validation_markdown(rep)),
-        atomic_write_bytes(folder / "validation.png", validation_figure(rep)),
-    ]
 
 
 #: Where each release's conclusions are kept, one JSON file per version.
@@ -501,6 +471,9 @@ def _today() -> str:
     return datetime.datetime.now(datetime.UTC).date().isoformat()
 
 
+TRACE_FORMAT = "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
+
+
 def generate(
     folder: Path, executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> list[Path]:
@@ -508,7 +481,7 @@ def generate(
     from rackbook.book import rerun
 
     folder.mkdir(parents=True, exist_ok=True)
-    translation_trace = paths.TRACES / "decode-parity"
+    ref = None if executed == paths.EXECUTED else reference or paths.EXECUTED  # "this run" beside
     pages = {
         "hardware.md": hardware_page,
         "models.md": models_page,
@@ -519,23 +492,13 @@ def generate(
         "check-examples.md": check_page,
         "parameters.md": parameters_page,
         "references.bib": bibliography,
-        "metric-translation.md": lambda: (
-            translation_page(translation_trace)
-            if (translation_trace / "run.json").exists()
-            else "No recorded trace is available to compute this table.\n"
-        ),
-        "at-a-glance.md": lambda: at_a_glance(
-            executed,
-            reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
-            mine=mine,
-        ),
+        "metric-translation.md": translation_page,
+        "at-a-glance.md": lambda: at_a_glance(executed, reference=ref, mine=mine),
         "changes.md": lambda: changes_page(executed),
         "cite.md": citation,
-        "trace-format.md": lambda: (
-            "# The trace format\n\nGenerated from "
-            "`rackbook.core.schema`.\n\n" + schema.markdown_reference()
-        ),
+        "trace-format.md": lambda: TRACE_FORMAT + schema.markdown_reference(),
     }
     written = [atomic_write_text(folder / name, make()) for name, make in pages.items()]
-    written += validation_files(folder)
-    return written
+    rep = validation_report()
+    written.append(atomic_write_text(folder / "validation.md", validation_markdown(rep)))
+    return [*written, atomic_write_bytes(folder / "validation.png", validation_figure(rep))]
