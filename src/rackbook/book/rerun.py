@@ -220,14 +220,12 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     ref = topo.reference_worker()
     if ref is None:
         return {}
-    hit = load_figures().get(HIT_RATE_FIGURE)
-    p = Params
-    per_rank = recipes.STREAMS_PER_RANK
+    hit, per_rank = load_figures().get(HIT_RATE_FIGURE), recipes.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {
-        "input_len": p.workload_isl,
-        "prefix_len": round(p.workload_isl * hit.value / 100),
-        "output_len": p.workload_osl,
+        "input_len": Params.workload_isl,
+        "prefix_len": round(Params.workload_isl * hit.value / 100),
+        "output_len": Params.workload_osl,
         "concurrency": per_rank * decode,
         "reference_gpus": topo.workers[ref].gpus,
         "deployment_gpus": topo.system_gpus,
@@ -241,7 +239,6 @@ HIT_RATE_FIGURE = "vllm-agentx-post.prefix-cache-hit"
 
 def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     """(result, what it holds, its sweep) for every chapter's card, in book order."""
-
     topo = topo or load_topology()
     params = recipes.params_files(topo)
     out = []
