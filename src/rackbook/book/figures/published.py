@@ -35,10 +35,8 @@ def _modelled(pts: Any) -> Any:
     from rackbook.inputs.published import load_figures
 
     modelled = {(f.url, float(f.value)) for f in load_figures().figures if f.modelled}
-    return np.array(
-        [(str(u), float(v)) in modelled for u, v in zip(pts["url"], pts["value"], strict=True)],
-        dtype=bool,
-    )
+    pairs = zip(pts["url"].astype(str), pts["value"].astype(float), strict=True)
+    return np.array([p in modelled for p in pairs], dtype=bool)
 
 
 def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
@@ -50,11 +48,8 @@ def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
     for p in comparability.PLAUSIBLE.get(claim_id, ()):
         scale = float(getattr(p, "scale", 1.0))
         if scale != 1.0 and scale not in out:
-            how = (
-                str(getattr(p, "conversion", "") or "rescaled")
-                .replace("the figure ", "")
-                .replace(", divided by its ", " / ")
-            )
+            how = str(getattr(p, "conversion", "") or "rescaled").replace("the figure ", "")
+            how = how.replace(", divided by its ", " / ")
             v = value * scale
             out[scale] = (f"{how}: {v:,.0f}" if v >= 100 else f"{how}: {v:.3g}", v)
     return list(out.values())
@@ -104,9 +99,8 @@ def claim_vs_published(result: str) -> Figure:
             decades = math.log10(max(span) / min(span))
             subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
-            ax.xaxis.set_major_formatter(
-                FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
-            )
+            big = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+            ax.xaxis.set_major_formatter(big)
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks([])
         ax.set_ylim(-0.6, 0.6)

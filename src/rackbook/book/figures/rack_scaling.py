@@ -47,10 +47,8 @@ def token_kinds(a: Analysis) -> Figure:
     ax.bar(x, new_g, width=0.5, bottom=out_g, color=plotting.PALETTE[1], label=new_label)
     top = out_g + new_g
     ax.bar(x, cac_g, width=0.5, bottom=top, color=plotting.PALETTE[2], label="cached input")
-    ax.set_xticks(
-        x,
-        [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
-    )
+    names = [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc.config, acc.num_gpus, strict=True)]
+    ax.set_xticks(x, names)
     ax.yaxis.set_major_formatter(_THOUSANDS)
     ax.set_ylim(0, 1.3 * float((top + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
@@ -75,15 +73,9 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        plotting.note(  # clear of the others' labels and of the line
-            ax,
-            text,
-            (r.num_gpus, r.tok_s),
-            (8, 14) if last else (0, -20),  # the last above its point: no overlap
-            ha="right" if last else "center",
-            va="bottom" if last else "top",
-            bbox=_BOX,
-        )
+        # clear of the others' labels and of the line: the last above its point, no overlap
+        off, where = ((8, 14), ("right", "bottom")) if last else ((0, -20), ("center", "top"))
+        plotting.note(ax, text, (r.num_gpus, r.tok_s), off, ha=where[0], va=where[1], bbox=_BOX)
     ax.set_xlim(0, gmax + 0.5)
     ax.set_ylim(0, None)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
