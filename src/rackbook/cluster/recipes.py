@@ -62,8 +62,6 @@ def serve_argv(
     ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``, rank x GPUs)."""
     w = topo.workers[worker]
     per_node = topo.system.gpus_per_node
-    if not 0 <= node_rank < topo.nodes(worker):
-        raise ValueError(f"node rank {node_rank} outside 0..{topo.nodes(worker) - 1}")
     address = Raw(leader if leader is not None else f"${leader_var(worker)}")
     words: list[str] = ["vllm", "serve", topo.model.hf_id]
     if node_rank == 0:
@@ -96,8 +94,7 @@ def serve_commands(topo: Topology) -> dict[str, list[str]]:
 
 def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
     """Words of the router command; ``urls`` maps worker -> its leader's API base URL."""
-    if topo.router is None:
-        raise ValueError(f"{topo.file}: no router (one aggregated worker)")
+    assert topo.router is not None  # disaggregated workers only
     words = ["vllm-router", "--vllm-pd-disaggregation"]
     words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
     for role in ("prefill", "decode"):
@@ -191,10 +188,8 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
     if topo.gpu:
         n = {"nvidia.com/gpu": gpus}
         container["resources"] = {"requests": n, "limits": dict(n)}
-    container["volumeMounts"] = [
-        {"name": "dshm", "mountPath": "/dev/shm"},
-        {"name": "hf-cache", "mountPath": HF_HOME},
-    ]
+    mounts = {"dshm": "/dev/shm", "hf-cache": HF_HOME}
+    container["volumeMounts"] = [{"name": k, "mountPath": v} for k, v in mounts.items()]
     if leader:
         ready = _ready(topo, w.port)
         tries = -(-topo.health.timeout_s // topo.health.interval_s)
@@ -238,8 +233,7 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
 
 def kubernetes_manifest(topo: Topology) -> str:
     """YAML: per worker a LeaderWorkerSet and leader Service; the router's."""
-    if topo.kubernetes is None:
-        raise ValueError(f"{topo.file}: no kubernetes section")
+    assert topo.kubernetes is not None  # written only with a kubernetes section
     ns = topo.kubernetes.namespace
     docs = [d for name in topo.workers for d in _worker_docs(topo, name, ns)]
     if topo.router is not None:
@@ -252,8 +246,7 @@ def kubernetes_manifest(topo: Topology) -> str:
         spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}
         meta = {"name": f"{topo.name}-router", "namespace": ns, "labels": labels}
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
-        svc = topo.kubernetes.router_service
-        docs.append(_service(svc, ns, labels, labels, topo.router.port))
+        docs.append(_service(topo.kubernetes.router_service, ns, labels, labels, topo.router.port))
     body = yaml.dump_all(
         docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
     )
@@ -273,8 +266,7 @@ class _Sbatch(Template):
 def record_argv(topo: Topology) -> list[str]:
     """Words of the job's ``rackbook record`` step: ``$ENDPOINT`` into ``$LOGS/trace``."""
     rec = topo.slurm.record if topo.slurm is not None else None
-    if rec is None:
-        raise ValueError(f"{topo.file}: no slurm.record")
+    assert rec is not None  # written only when the job records
     words = ["rackbook", "record", rec.scenario, "--endpoint", Raw('"$ENDPOINT"')]
     words += ["-o", Raw('"$LOGS/trace"')]
     for name, value in rec.parameters.items():
@@ -340,8 +332,7 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
 
 def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     """An ``sbatch`` script; ``where``: its folder, named in its submit line."""
-    if topo.slurm is None:
-        raise ValueError(f"{topo.file}: no slurm section")
+    assert topo.slurm is not None  # written only with a slurm section
     values = _values(topo, where) | _blocks(topo)
     lines: list[str] = []
     for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
@@ -476,11 +467,9 @@ def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
             "the vLLM release\n# before the three prefill changes (the rerun card says which); "
             "pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n"
         )
-    if result == "context-latency" and "weight_gpus" in values:
-        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
-        return reference + layout
     if result in ("context-latency", "single-user"):
-        return reference
+        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+        return reference + layout * ("weight_gpus" in values)
     if result == "eplb-balance":
         return per_rank + "; pass the decode leader's log with -p server_log FILE.\n"
     if ref and values.get("source") == "trace":
