@@ -11,7 +11,7 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import yaml
@@ -24,15 +24,12 @@ from rackbook.book.report import render, table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_bytes, atomic_write_text
 from rackbook.core.units import plural
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Claim, Registry, Status, load_claims
 from rackbook.physics import expected as exp_mod
 from rackbook.results import validation
 
-_STATUS = {
-    "located": "primary source located",
-    "partly-located": "primary source partly located",
-    "not-located": "primary source not located",
-}
+#: A source's status in words: ``partly-located`` -> ``primary source partly located``.
+_STATUS = {s: f"primary source {s.replace('-', ' ')}" for s in get_args(Status)}
 
 
 def claim_card(result: str) -> str:
@@ -50,13 +47,12 @@ def as_published(result: str) -> str:
 def source_note(today: datetime.date | None = None) -> str:
     """The landing page's opening: where the claims were read, as of ``today`` (UTC)."""
     reg = load_claims()
+    seen = sorted({c.source.seen_in for c in reg.claims})  # the articles the claims come from
     return render(
         "source-note.md.j2",
         reg=reg,
         day=(today or datetime.datetime.now(datetime.UTC).date()).isoformat(),
-        articles=[
-            f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
-        ],
+        articles=[f"*{_md(reg.source(s).title)}*" for s in seen],
         missing=any(s.status == "not-located" for s in reg.sources),
         confirmed=[c for c in reg.claims if c.source.status in ("located", "partly-located")],
         related=[s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")],
@@ -183,13 +179,11 @@ def translation_page(trace_dir: Path | None = None, gpus: int = 1) -> str:
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
     df = cross_tool.translate(t, gpus=gpus, point_id=pid)
-    out = table(
-        "quantity | tool | name | value | unit | definition",
-        (
-            (r.quantity, r.tool, f"`{r.name}`", f"{r.value:,.2f}", r.unit, _cell(r.definition))
-            for r in df.itertuples()
-        ),
-    )
+    rows = [
+        (r.quantity, r.tool, f"`{r.name}`", f"{r.value:,.2f}", r.unit, _cell(r.definition))
+        for r in df.itertuples()
+    ]
+    out = table("quantity | tool | name | value | unit | definition", rows)
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
     head = f"Computed by `rackbook.core.cross_tool.translate` from {src}, over "
     return head + f"{plural(gpus, 'GPU')}." + "\n\n" + "\n".join(out) + "\n"
@@ -207,8 +201,7 @@ def check_page(model: str = "deepseek-v4.1-flash") -> str:
     rows = []
     for example in yaml.safe_load(CHECK_EXAMPLES.read_text(encoding="utf-8")):
         label, kw = example["label"], dict(example["args"])
-        claim_id = label.split(",")[0]
-        tok_s = kw.pop("tok_s", None) or reg.value(claim_id)
+        tok_s = kw.pop("tok_s", None) or reg.value(label.split(",")[0])  # "CLAIM, how"
         c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
         flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
         flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
@@ -318,25 +311,18 @@ def bibliography() -> str:
     return render("references.bib.j2", entries=entries, bib=_bib_escape, primary_of=PRIMARY_OF)
 
 
-def yaml_literal(default: str) -> str:
-    """A parameter's default (Python source) as YAML (``None`` -> ``null``)."""
-    import ast
-
-    try:
-        return json.dumps(ast.literal_eval(default))
-    except (ValueError, SyntaxError, TypeError):
-        return default
-
-
 def parameters_page() -> str:
     """The notebooks' parameters: meaning, and the chapters declaring each (defaults)."""
     import papermill
 
+    from rackbook.params import cell_defaults
+
     declared: dict[str, dict[str, str]] = {}
     helps: dict[str, str] = {}
     for r in paths.RESULTS:
+        defaults = cell_defaults(r)  # as YAML writes them (None: null)
         for name, info in papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{r}.ipynb")).items():
-            declared.setdefault(name, {})[r] = yaml_literal(str(info.get("default")))
+            declared.setdefault(name, {})[r] = json.dumps(defaults[name])
             help_text = re.sub(r"\bNone\b", "null", str(info.get("help") or ""))
             helps.setdefault(name, help_text)
     rows = []
