@@ -27,7 +27,6 @@ import orjson
 import rackbook
 from rackbook import STOP_SIGNALS, paths
 from rackbook.core import fsio
-from rackbook.core.fsio import atomic_write_text, check_output_folder, update_manifest
 from rackbook.errors import InputError, Terminated, log_stem, write_log
 
 if TYPE_CHECKING:  # the child (python -m) never imports multiprocessing
@@ -42,9 +41,8 @@ def available_results() -> list[str]:
 def notebook_path(result: str) -> Path:
     """The source notebook of a result; unknown names raise :class:`InputError`."""
     if result not in paths.RESULTS:
-        raise InputError(
-            "-", "result", f"unknown result {result!r}; known: {', '.join(paths.RESULTS)}, all"
-        )
+        why = f"unknown result {result!r}; known: {', '.join(paths.RESULTS)}, all"
+        raise InputError("-", "result", why)
     return paths.NOTEBOOKS / f"{result}.ipynb"
 
 
@@ -56,8 +54,7 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         why = f"must be a mapping of parameter names, got {type(raw).__name__}"
         raise InputError(path, "-", why)
-    bad = [k for k in raw if not isinstance(k, str) or not k.isidentifier()]
-    if bad:
+    if bad := [k for k in raw if not isinstance(k, str) or not k.isidentifier()]:
         raise InputError(path, str(bad[0]), "not a parameter name")
     return raw
 
@@ -141,7 +138,7 @@ def prepare_run(
     from rackbook import params as schema
 
     nb = notebook_path(result)
-    out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
+    out_dir = fsio.check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
     fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
     defaults = schema.cell_defaults(result)
@@ -183,14 +180,6 @@ def execute_result(
     mine = (final.name, headline.name, stamp_path(out_dir, result).name)
     fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
-
-    def _leave_nothing() -> None:
-        shutil.rmtree(stage, ignore_errors=True)
-        fsio.update_manifest(out_dir, record=mine)
-        for d in created:  # deepest first
-            with contextlib.suppress(OSError):
-                d.rmdir()
-
     stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
@@ -199,21 +188,21 @@ def execute_result(
         execute_notebook(
             nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
-    except BaseException:
-        _leave_nothing()
-        raise
-    try:
         if not (stage / headline.name).is_file():
             raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
         _move_in_pair(out_dir, stage, (final.name, headline.name))
-    finally:
-        _leave_nothing()
+    finally:  # nothing left but the pair moved in
+        shutil.rmtree(stage, ignore_errors=True)
+        fsio.update_manifest(out_dir, record=mine)
+        for d in created:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
     if source == "live":
         fsio.update_manifest(out_dir, record=["traces"])
     if key is not None:  # the outputs made with this key
         doc = _stamp(out_dir, result, key)
-        atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
-        update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
+        fsio.atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
+        fsio.update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
     return headline, False
 
 
@@ -255,9 +244,7 @@ def cli_run(args: argparse.Namespace) -> int:
 
     params = cwd_paths(params | read_pairs(args.parameter))
     out = cli_path(args.out)
-    names = available_results() if args.result == "all" else [args.result]
-    for name in names:
-        notebook_path(name)
+    names = available_results() if args.result == "all" else [notebook_path(args.result).stem]
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
     from rackbook.book import report as numbers
@@ -330,8 +317,7 @@ def cli_list(args: argparse.Namespace) -> int:
         listing.append((name, doc, claims))
     if getattr(args, "json", False):
         results = [
-            {"result": n, "readings": d["readings"] if d else None, "claims": c}
-            for n, d, c in listing
+            {"result": n, "readings": d and d["readings"], "claims": c} for n, d, c in listing
         ]
         doc = {"executed": str(out_dir), "results": results}
         print(orjson.dumps(doc, default=str).decode())  # NaN and infinities as null
@@ -357,18 +343,6 @@ PACKAGE_SOURCE: Path = Path(rackbook.__file__).resolve().parent
 OUTPUT_PARAMETERS = frozenset({"out_dir"})
 
 
-def _shared_inputs() -> list[Path]:
-    data = paths.DATA
-    return [
-        data / "claims.yaml",
-        data / "hardware.yaml",
-        data / "models",
-        data / "published",
-        paths.ROOT / "book" / "_template",  # the words of the boxes and cards chapters glue
-        paths.ROOT / "env" / "requirements-book.lock",
-    ]
-
-
 def hash_tree(h: Any, root: Path, label: str) -> None:
     """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
     h.update(f"\0tree\0{label}\0".encode())
@@ -389,16 +363,11 @@ def hash_tree(h: Any, root: Path, label: str) -> None:
 
 def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
     found = []
-    for name in sorted(params):
-        value = params[name]
-        if name in OUTPUT_PARAMETERS or not isinstance(value, str) or not value:
-            continue
-        try:
-            p = paths.resolve(value)
-            if p.exists():
-                found.append((name, p))
-        except (OSError, ValueError):
-            continue
+    for name, value in sorted(params.items()):
+        if name not in OUTPUT_PARAMETERS and isinstance(value, str) and value:
+            with contextlib.suppress(OSError, ValueError):
+                if (p := paths.resolve(value)).exists():
+                    found.append((name, p))
     return found
 
 
@@ -410,7 +379,9 @@ def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
     h.update(b"\0params\0" + json.dumps(params, sort_keys=True, default=str).encode())
     for name, p in _input_paths(params):
         hash_tree(h, p, f"param:{name}")
-    for p in _shared_inputs():
+    data, root = paths.DATA, paths.ROOT  # the shared data, the words chapters glue, the env
+    shared = [data / "claims.yaml", data / "hardware.yaml", data / "models", data / "published"]
+    for p in [*shared, root / "book" / "_template", root / "env" / "requirements-book.lock"]:
         hash_tree(h, p, f"shared:{p.name}")
     hash_tree(h, PACKAGE_SOURCE, "package")
     return h.hexdigest()
@@ -457,8 +428,6 @@ def report_input_errors() -> None:
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     """A ``preexec_fn`` (None off Linux): the child gets ``sig`` when this process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
     try:
         import ctypes
 
@@ -487,15 +456,18 @@ def execute_notebook(
     """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``); a
     failed cell or child raises InputError naming the cell and the log."""
     from rackbook.inputs.loader import display_path
+    from rackbook.results.headline import STAGE_ENV
 
     stem = log_stem(log_name)
     log, spec, result, kernel_error = (
         Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
     )
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
-    files = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
+    files = {"nb": nb, "output": output, "cwd": cwd, "result": result}
     job = {k: str(v) for k, v in files.items()} | {"parameters": parameters, "progress_fd": term}
-    job["stage"] = None if stage is None else str(stage)
+    # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env |= {ERROR_ENV: str(kernel_error)} | ({STAGE_ENV: str(stage)} if stage else {})
     spec.write_text(json.dumps(job), encoding="utf-8")
     try:
         with open(log, "wb") as err:
@@ -505,18 +477,14 @@ def execute_notebook(
                 stdout=err,
                 stderr=subprocess.STDOUT,
                 pass_fds=(term,) if term is not None else (),
-                # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
-                env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
+                env=env,
                 start_new_session=True,
                 preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
             )
-            if term is not None:
-                os.close(term)
-                term = None
             try:
                 code = proc.wait()
             except BaseException:
-                _stop(proc)
+                stop_child(proc)
                 log.unlink()
                 raise
         if result.is_file() or code == 0:
@@ -539,7 +507,7 @@ def execute_notebook(
             f.unlink(missing_ok=True)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_child(proc: subprocess.Popen[Any]) -> None:
     """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and kernel."""
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
@@ -576,19 +544,13 @@ def _child_main(spec_path: str) -> int:
                 os.kill(pid, signal.SIGKILL)
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
-    if spec.get("stage"):
-        from rackbook.results.headline import STAGE_ENV
-
-        os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
-    os.environ[ERROR_ENV] = spec["error"]
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    progress: bool | dict[str, Any] = False
-    if spec["progress_fd"] is not None:
-        progress = {"file": os.fdopen(spec["progress_fd"], "w")}
+    fd = spec["progress_fd"]  # the terminal, for the progress bar
+    progress: bool | dict[str, Any] = fd is not None and {"file": os.fdopen(fd, "w")}
     kernel = {"kernel_name": "python3", "extra_arguments": [f"--IPKernelApp.exec_lines={_REPORT}"]}
     try:
         nb, out, cwd = spec["nb"], spec["output"], spec["cwd"]
@@ -728,9 +690,8 @@ def run_chapters(
             ex.shutdown(wait=False)
             raise
         ex.shutdown(wait=True)
-    for d in done:
-        if d.error:
-            raise InputError(*d.error)
+    if failed := [d.error for d in done if d.error]:
+        raise InputError(*failed[0])
     return done
 
 
