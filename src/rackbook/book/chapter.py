@@ -14,7 +14,7 @@ import numpy as np
 
 from rackbook.book.report import md_cell as _md_cell
 from rackbook.book.report import render, table
-from rackbook.core.units import plural, ratio_text
+from rackbook.core.units import number, plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import load_claims
 
@@ -248,7 +248,7 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         value = r.get("value")
         shown = "-"
         if finite(value):
-            shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+            shown = number(value)
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
         used = ("yes" if r["used"] else "no") + " (not verified)" * (not r.get("verified", True))
         diff = str(r.get("comparable") or "").removeprefix("differs from the claim in: ")
