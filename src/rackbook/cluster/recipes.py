@@ -356,13 +356,8 @@ def reference_endpoint(topo: Topology) -> str | None:
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
     """The live parameters the notebooks read: endpoint, GPU counts, model ids."""
-    out = {
-        "endpoint": topo.bench.endpoint,
-        "num_gpus": topo.bench.num_gpus,
-        "gpus_per_node": topo.bench.gpus_per_node,
-        "model": topo.model.hf_id,
-        "catalog_model": topo.model.catalog_id,
-    }
+    m = topo.model  # the bench section, then the model's ids
+    out = topo.bench.model_dump() | {"model": m.hf_id, "catalog_model": m.catalog_id}
     for role in ("prefill", "decode") if topo.disaggregated else ():
         out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
     return out
