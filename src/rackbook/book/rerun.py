@@ -66,12 +66,8 @@ def assumptions() -> tuple[float, float, str]:
 
     def best(result: str, claim: str, unit: str) -> tuple[float, str]:
         t = evidence.published_points(result)
-        t = t[
-            (t["claim_id"] == claim)
-            & t["model"].astype(str).str.contains("V4.1-Flash")
-            & t["engine"].astype(str).str.startswith("vLLM")
-            & (t["unit"] == unit)
-        ]
+        vllm = t["engine"].astype(str).str.startswith("vLLM") & (t["unit"] == unit)
+        t = t[(t["claim_id"] == claim) & t["model"].astype(str).str.contains("V4.1-Flash") & vllm]
         if t.empty:
             raise ValueError(f"no published vLLM DeepSeek-V4.1-Flash figure in {unit}")
         row = t.loc[t["value"].astype(float).idxmax()]
