@@ -276,9 +276,8 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
         title = title or (words[:1].upper() + words[1:] if path else host)
     who, date = figures.get(url, ("", ""))
     org = who or org  # a figure's submitter names the organisation
-    if not date:
-        m = re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)
-        date = "-".join(m.groups()) if m else ""
+    if not date and (m := re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)):  # in the address
+        date = "-".join(m.groups())
     secondary = any(host == a or host.endswith("." + a) for a in AGGREGATORS)
     if secondary:  # the aggregator is the author of the page; it reports the primary's text
         org = next((o for h, o in _HOSTS.items() if host == h), host)
