@@ -391,8 +391,7 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
         colour = plotting.PALETTE[i % len(plotting.PALETTE)]
         xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
         ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
+    ax.set(xlim=(lo, hi), ylim=(lo, hi))
     ax.legend(fontsize=plotting.SMALL_PT, loc="upper left", ncol=2)
     data = plotting.figure_png(fig)
     plt.close(fig)

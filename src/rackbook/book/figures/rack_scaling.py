@@ -76,8 +76,7 @@ def scaling(a: Analysis) -> Figure:
         # clear of the others' labels and of the line: the last above its point, no overlap
         off, where = ((8, 14), ("right", "bottom")) if last else ((0, -20), ("center", "top"))
         plotting.note(ax, text, (r.num_gpus, r.tok_s), off, ha=where[0], va=where[1], bbox=_BOX)
-    ax.set_xlim(0, gmax + 0.5)
-    ax.set_ylim(0, None)
+    ax.set(xlim=(0, gmax + 0.5), ylim=(0, None))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_THOUSANDS)
     ax.legend(loc="upper left")
@@ -116,8 +115,7 @@ def readings(a: Analysis) -> Figure:
     ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
     hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
-    ax.set_xlim(lo / 2, hi * 2)
-    ax.set_ylim(-0.5, len(rd) - 0.1)
+    ax.set(xlim=(lo / 2, hi * 2), ylim=(-0.5, len(rd) - 0.1))
     ax.grid(axis="y", visible=False)
     plotting.legend(ax, below=-0.18)
     return fig
@@ -179,8 +177,7 @@ def revenue(a: Analysis) -> Figure:
     names = [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
     ax.set_yticks(y, names)
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
-    ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
-    ax.set_ylim(-0.6, len(rv) - 0.4)
+    ax.set(xlim=(lo / 2, rv["revenue_all_uncached"].max() * 3), ylim=(-0.6, len(rv) - 0.4))
     ax.grid(axis="y", visible=False)
     plotting.legend(ax, below=-0.18)
     return fig
