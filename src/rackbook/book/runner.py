@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -240,16 +239,15 @@ def cli_run(args: argparse.Namespace) -> int:
     params.pop("source", None)
     if source not in ("trace", "live"):
         raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
+    from rackbook.book import report as numbers
     from rackbook.params import read_pairs
+    from rackbook.results.headline import read_result, summary_line
 
     params = cwd_paths(params | read_pairs(args.parameter))
     out = cli_path(args.out)
     names = available_results() if args.result == "all" else [notebook_path(args.result).stem]
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
-    from rackbook.book import report as numbers
-    from rackbook.results.headline import read_result, summary_line
-
     force = bool(getattr(args, "force", False))
     before = previous_headlines(out or paths.EXECUTED, names)
 
@@ -679,7 +677,6 @@ def run_chapters(
         from concurrent.futures import ProcessPoolExecutor
 
         ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
-        futures: dict[str, Future[Done]] = {}
         try:
             futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
             for name in names:
