@@ -276,6 +276,4 @@ def _known(x: object) -> bool:
 def validity_warning(trace: Any) -> str:
     """A warning with the counts when flagged requests were left out; else empty."""
     s = getattr(trace, "screening", None)
-    if s is None or not s.flagged:
-        return ""
-    return render("chapter-boxes.md.j2", box="validity", screening=s)
+    return render("chapter-boxes.md.j2", box="validity", screening=s) if s and s.flagged else ""
