@@ -269,8 +269,7 @@ def _check_layout(topo: Topology) -> None:
         raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
     for field, value in needed.items():
         if aggregated and value is not None:
-            why = "must be null with one aggregated worker (without a router)"
-            raise InputError(f, field, why)
+            raise InputError(f, field, "must be null with one aggregated worker (without a router)")
         if not aggregated and value is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
 
