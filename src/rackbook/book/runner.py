@@ -627,15 +627,13 @@ def _one(
 def _stop_workers(ex: ProcessPoolExecutor) -> None:
     procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
     for p in procs:
-        with contextlib.suppress(ProcessLookupError, AttributeError):
-            os.kill(p.pid, signal.SIGTERM)
+        p.terminate()  # SIGTERM: each stops its chapter
     deadline = time.monotonic() + WORKER_GRACE_S
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.is_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGKILL)
+            p.kill()
             p.join()
 
 
