@@ -507,8 +507,7 @@ def execute_notebook(
 
 def stop_child(proc: subprocess.Popen[Any]) -> None:
     """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and kernel."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
+    proc.terminate()  # nothing if it has ended
     try:
         proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
