@@ -511,21 +511,20 @@ def stop_child(proc: subprocess.Popen[Any]) -> None:
     try:
         proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        kernels = _children(proc.pid)
+        _kill_children(proc.pid)  # its kernel runs in a session of its own
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in kernels:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         proc.wait()
 
 
-def _children(pid: int) -> list[int]:
+def _kill_children(pid: int) -> None:
+    """SIGKILL the processes ``pid`` started (a chapter's kernel)."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
-        return [c.pid for c in psutil.Process(pid).children()]
-    return []
+        for child in psutil.Process(pid).children():
+            with contextlib.suppress(psutil.Error):
+                child.kill()
 
 
 _REPORT = "from rackbook.book.runner import report_input_errors; report_input_errors()"
@@ -536,9 +535,7 @@ def _child_main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
 
     def _on_signal(signum: int, _frame: object) -> None:
-        for pid in _children(os.getpid()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_children(os.getpid())
         os._exit(128 + signum)
 
     for sig in STOP_SIGNALS:
