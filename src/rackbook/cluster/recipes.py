@@ -386,8 +386,7 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
     # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
     rack_gpus = topo.system_gpus if topo.system_gpus is not None else topo.total_gpus
-    url = topo.bench.endpoint
-    ref = reference_endpoint(topo)
+    url, ref = topo.bench.endpoint, reference_endpoint(topo)  # behind the router; the reference
     ref_gpus = topo.workers[topo.reference_worker() or ""].gpus if ref else None
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
@@ -540,8 +539,7 @@ def cli_recipes(args: argparse.Namespace) -> int:
     out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
     fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
     topo = load_topology(topo_path)
-    written = write_recipes(topo, out)
-    for p in written:
+    for p in write_recipes(topo, out):
         print(loader.display_path(p))
     of = units(topo, topo.total_gpus)
     of = of if topo.system_gpus is None else f"{topo.total_gpus} of {topo.system_gpus} GPUs"
