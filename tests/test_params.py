@@ -201,7 +201,7 @@ def test_example_params_file_per_chapter(result: str, tmp_path: Path) -> None:
     assert values.pop("source") == "trace"
     values = runner.cwd_paths(values)
     prep = runner.prepare_run(result, "trace", values, tmp_path / "o")
-    assert prep.params["source"] == "trace"
+    assert prep[2]["source"] == "trace"
     assert not (tmp_path / "o").exists()
 
 

@@ -23,12 +23,13 @@ from rackbook import limits, paths
 from rackbook.book.runner import (
     available_results,
     cli_path,
+    die_with_parent,
     execute_result,
     hash_tree,
     result_files,
+    stop_child,
 )
 from rackbook.core import fsio
-from rackbook.core.fsio import check_output_folder
 from rackbook.core.provenance import REPO, repo_relative
 from rackbook.errors import InputError, write_log
 from rackbook.inputs.loader import display_path
@@ -40,12 +41,9 @@ def _empty_display(output: dict[str, Any]) -> bool:
     if output.get("output_type") not in ("display_data", "execute_result"):
         return False
     data = output.get("data", {})
-    rich = {k: v for k, v in data.items() if k != "text/plain"}
-    if any("".join(v).strip() if isinstance(v, list) else str(v).strip() for v in rich.values()):
-        return False
-    plain = data.get("text/plain", "")
-    plain = "".join(plain) if isinstance(plain, list) else str(plain)
-    return not plain.strip() or bool(_REPR.match(plain.strip()))
+    text = {k: ("".join(v) if isinstance(v, list) else str(v)).strip() for k, v in data.items()}
+    plain = text.pop("text/plain", "")
+    return not any(text.values()) and (not plain or bool(_REPR.match(plain)))
 
 
 def _glued_text(nb: dict[str, Any]) -> dict[str, str]:
@@ -63,7 +61,6 @@ _FIGURE = re.compile(r"(```\{glue:figure\}[^\n]*\n)((?::[a-z]+:[^\n]*\n)*)(.*?)`
 
 
 def _plain_caption(caption: str, glued: dict[str, str]) -> str:
-
     def role(m: re.Match[str]) -> str:
         kind, body = m.group(1), m.group(2)
         if kind.startswith("glue"):
@@ -102,8 +99,7 @@ def params_after_provenance(cells: list[dict[str, Any]]) -> list[dict[str, Any]]
     """The cells, the parameter cells moved after the one following :data:`PROVENANCE_HEADING`."""
 
     def is_param(c: dict[str, Any]) -> bool:
-        tags = c.get("metadata", {}).get("tags", [])
-        return "parameters" in tags or "injected-parameters" in tags
+        return bool(PARAMETER_PROMPTS.keys() & set(c.get("metadata", {}).get("tags", [])))
 
     params = [c for c in cells if is_param(c)]
     rest = [c for c in cells if not is_param(c)]
@@ -143,13 +139,11 @@ def stage_book(
     from rackbook.book import pages
 
     present = available_results()
-    missing = [r for r in present if not (executed / f"{r}.ipynb").exists()]
-    if missing:
+    if missing := [r for r in present if not (executed / f"{r}.ipynb").exists()]:
         why = "not executed yet: run `rackbook run all` first"
         raise InputError(executed, missing[0] + ".ipynb", why)
     staging = site.with_name(site.name + ".staging")
-    if staging.exists():
-        shutil.rmtree(staging)
+    shutil.rmtree(staging, ignore_errors=True)  # a killed build's
     staging.mkdir(parents=True)
     try:
         for name in ("_config.yml", "_toc.yml"):
@@ -169,8 +163,6 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(site)]
     cmd += ["--path-output", str(build_parent), "--keep-going"]
     cmd += ["-W", "-n"] * strict + ["--all"] * force
-    from rackbook.book.runner import die_with_parent
-
     proc = subprocess.Popen(
         cmd,
         cwd=paths.ROOT,
@@ -184,9 +176,7 @@ def _jupyter_book(site: Path, build_parent: Path, strict: bool, force: bool, log
     try:
         out, err = proc.communicate()
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        stop_child(proc)  # jupyter-book and its Sphinx workers
         raise
     text = re.sub(r"\x1b\[[0-9;]*m", "", out + err)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -211,7 +201,7 @@ def build_book(
     executed = paths.resolve(out) if out else paths.EXECUTED
     fsio.refuse_special(executed, "--out", result_files())
     if html is not None:
-        target = check_output_folder(Path(html), "--html")
+        target = fsio.check_output_folder(Path(html), "--html")
         with fsio.atomic_dir(target, kind="html", field="--html") as tmp:
             work = tmp / ".work"
             site = stage_book(executed, work / "_build" / "site", reference, mine)
@@ -249,8 +239,7 @@ def check_user_traces(base: Path) -> list[str]:
 
     if not base.is_dir():
         raise InputError(base, "--traces", "not a folder of traces (one folder per result)")
-    mine = [r for r in available_results() if (base / r).is_dir()]
-    if not mine:
+    if not (mine := [r for r in available_results() if (base / r).is_dir()]):
         why = f"holds no trace folder named after a result ({', '.join(paths.RESULTS)})"
         raise InputError(base, "--traces", why)
     for r in mine:
@@ -301,9 +290,7 @@ def sync_tree(src: Path, dst: Path) -> list[str]:
         if d.is_file() and filecmp.cmp(s, d, shallow=False):
             continue
         d.parent.mkdir(parents=True, exist_ok=True)
-        tmp = d.with_name(f".{d.name}.sync-tmp")
-        shutil.copyfile(s, tmp)
-        os.replace(tmp, d)
+        fsio.atomic_write_bytes(d, s.read_bytes())
         changed.append(rel)
     for rel in sorted(old - new):
         (dst / rel).unlink()
@@ -328,7 +315,7 @@ def cli_book(args: argparse.Namespace) -> int:
     out = cli_path(args.out)
     html = cli_path(getattr(args, "html", None))
     if html is not None:
-        check_output_folder(html, "--html")
+        fsio.check_output_folder(html, "--html")
     if getattr(args, "reuse", None) and not args.traces:
         raise InputError(args.reuse, "--reuse", "only with --traces")
     traces_dir = cli_path(args.traces) if args.traces else None
@@ -338,16 +325,15 @@ def cli_book(args: argparse.Namespace) -> int:
     read = {"--traces": traces_dir, "--reuse": reuse, "--out": None if traces_dir else results}
     fsio.refuse_overlap(written, read)
     mine: list[str] = []
+    built = {"RACKBOOK_BUILD": None if html else paths.BUILD / "html"}  # --html: built aside
     with contextlib.ExitStack() as held:  # each output's lock, for the whole build
-        for field, folder in written.items():
+        for field, folder in (written | built).items():
             if folder is not None:
                 held.enter_context(fsio.output_lock(folder, field))
-        if html is None:  # the book is built in the build folder
-            held.enter_context(fsio.output_lock(paths.BUILD / "html", "RACKBOOK_BUILD"))
-        else:
+        if html is not None:
             fsio.check_replaceable(html, "html", "--html")
         if traces_dir is not None:
-            check_output_folder(results, "--out")
+            fsio.check_output_folder(results, "--out")
             fsio.check_replaceable(results, "results", "--out")
             if reuse is not None and not reuse.is_dir():
                 raise InputError(reuse, "--reuse", "not a folder of executed results")

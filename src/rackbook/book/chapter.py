@@ -14,7 +14,7 @@ import numpy as np
 
 from rackbook.book.report import md_cell as _md_cell
 from rackbook.book.report import render, table
-from rackbook.core.units import plural, ratio_text
+from rackbook.core.units import number, plural, ratio_text
 from rackbook.inputs import catalogs
 from rackbook.inputs.claims import load_claims
 
@@ -159,8 +159,7 @@ def flips_box(outcome: Any) -> str:
     """A dropdown of what would flip each verdict (computed thresholds)."""
     from rackbook.physics.results_bounds import verdict_rule
 
-    rule = verdict_rule().text
-    return render("chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=rule)
+    return render("chapter-boxes.md.j2", box="flips", flips=outcome.flips, rule=verdict_rule().text)
 
 
 def standin_warning(kind: str, hardware: str, testable: bool) -> str:
@@ -215,16 +214,13 @@ def _linked(text: object) -> str:
 
 def _short(text: object, width: int) -> str:
     text = " ".join(str(text).split())
-    if len(text) <= width:
-        return text
     cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:(")
-    return cut + "\u2026"
+    return text if len(text) <= width else cut + "\u2026"
 
 
 def _range_ends(used: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The used points holding the lowest and highest value (all when none is finite)."""
-    values = [r["value"] for r in used if finite(r.get("value"))]
-    if not values:
+    if not (values := [r["value"] for r in used if finite(r.get("value"))]):
         return used
     lo, hi = min(values), max(values)
     ends: dict[float, dict[str, Any]] = {}
@@ -252,11 +248,9 @@ def _points_table(records: list[dict[str, Any]]) -> list[str]:
         value = r.get("value")
         shown = "-"
         if finite(value):
-            shown = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.4g}"
+            shown = number(value)
             shown += "" if str(r["unit"]) in ("1", "") else f" {r['unit']}"  # no unit "1"
-        used = "yes" if r["used"] else "no"
-        if not r.get("verified", True):
-            used += " (not verified)"
+        used = ("yes" if r["used"] else "no") + " (not verified)" * (not r.get("verified", True))
         diff = str(r.get("comparable") or "").removeprefix("differs from the claim in: ")
         cells = [r["as_published"], shown, r.get("basis") or "-"]
         rows.append([src, system, *map(_md_cell, cells), used, _md_cell(diff) or "nothing named"])
@@ -276,14 +270,10 @@ def finite(x: Any) -> TypeGuard[float]:
 
 def _known(x: object) -> bool:
     """A table field that holds something (not None, NaN, empty, "unknown" or "not stated")."""
-    if x is None or (isinstance(x, float) and x != x):
-        return False
     return str(x).strip().lower() not in ("", "nan", "none", "unknown", "not stated", "-")
 
 
 def validity_warning(trace: Any) -> str:
     """A warning with the counts when flagged requests were left out; else empty."""
     s = getattr(trace, "screening", None)
-    if s is None or not s.flagged:
-        return ""
-    return render("chapter-boxes.md.j2", box="validity", screening=s)
+    return render("chapter-boxes.md.j2", box="validity", screening=s) if s and s.flagged else ""

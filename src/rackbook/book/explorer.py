@@ -14,22 +14,9 @@ from rackbook.core.units import plural
 from rackbook.inputs.claims import load_claims
 from rackbook.physics import check, expected
 
-#: The rack claim (data/claims.yaml) and the single-user claim.
-RACK_CLAIM_ID = "rack-scaling.throughput"
-SINGLE_CLAIM_ID = "single-user.throughput"
-MODEL = "deepseek-v4.1-flash"
-RACK_GPU, RACK_GPUS = "gb300", 72
-SINGLE_GPU = "b300"
-#: Settings of the rack explorer: tokens counted, what the figure is per, cached share (x).
-RACK_COUNTED: tuple[str, ...] = ("output", "total")
-RACK_PER: tuple[str, ...] = ("gpu", "total")
+#: The model both explorers check, the rack's GPUs and the rack explorer's cached shares (x).
+MODEL, RACK_GPUS = "deepseek-v4.1-flash", 72
 RACK_SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 0.85, 0.9, 0.95, 0.98)
-#: Settings of the single-user explorer: GPUs, context (tokens), tokens per step (x).
-SINGLE_GPUS: tuple[int, ...] = (1, 2, 4, 8)
-SINGLE_CONTEXTS: tuple[int, ...] = (0, 131072, 1048576)
-SINGLE_STEPS: tuple[float, ...] = (1.0, 1.5, 2.0, 2.5, 3.0, 3.51, 4.0, 5.0)
-#: The single-user setting shown first: the claim's four GPUs, no context.
-SINGLE_FIRST: dict[str, Any] = {"gpus": 4, "context": 0}
 #: Plotly's verdict colours (colour-blind safe pair, as the book's matplotlib palette).
 COLOURS = {"possible": "#0072B2", "impossible": "#D55E00"}
 
@@ -75,19 +62,19 @@ def _grid(
 
 
 def rack_grid() -> list[Cell]:
-    """The rack claim on 72 GB300 per tokens counted, per and cached share (``x``)."""
+    """The rack claim on 72 GB300 per tokens counted, what it is per and cached share (``x``)."""
     from rackbook.results.rack_scaling import ASSUMED_ISL, ASSUMED_OSL
 
-    settings = {"counted": RACK_COUNTED, "per": RACK_PER}
+    settings = {"counted": ("output", "total"), "per": ("gpu", "total")}
     fixed = {"gpus": RACK_GPUS, "isl": ASSUMED_ISL, "osl": ASSUMED_OSL}
-    return _grid(RACK_CLAIM_ID, RACK_GPU, settings, "cached_share", RACK_SHARES, **fixed)
+    return _grid("rack-scaling.throughput", "gb300", settings, "cached_share", RACK_SHARES, **fixed)
 
 
 def single_grid() -> list[Cell]:
-    """One stream per GPU count, context and tokens per step (``x``)."""
-    settings = {"gpus": SINGLE_GPUS, "context": SINGLE_CONTEXTS}
-    xs = SINGLE_STEPS
-    return _grid(SINGLE_CLAIM_ID, SINGLE_GPU, settings, "tokens_per_step", xs, per="total", batch=1)
+    """One stream on B300 per GPU count, context (tokens) and tokens per step (``x``)."""
+    settings = {"gpus": (1, 2, 4, 8), "context": (0, 131072, 1048576)}
+    xs, fixed = (1.0, 1.5, 2.0, 2.5, 3.0, 3.51, 4.0, 5.0), {"per": "total", "batch": 1}
+    return _grid("single-user.throughput", "b300", settings, "tokens_per_step", xs, **fixed)
 
 
 def _label(setting: dict[str, Any]) -> str:
@@ -123,29 +110,23 @@ _CLAIM = {
 }
 
 
-def _traces(cs: list[Cell]) -> list[dict[str, Any]]:
-    marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
-    return [
-        {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
-        {"y": [_num(c.low) for c in cs], **_LOW},
-        {"y": [_num(c.ceiling) for c in cs], **_CEILING},
-        {"y": [c.claimed for c in cs], **_CLAIM, "marker": marker, "text": [c.verdict for c in cs]},
-    ]
-
-
 def figure(cells: list[Cell], x_title: str, title: str, first: int = 0) -> Any:
     """A Plotly figure: per setting (dropdown) the claim, ceiling and expected range."""
     import plotly.graph_objects as go
 
     groups = _groups(cells)
-    fig = go.Figure()
-    per_group = 4
-    for i, (_, cs) in enumerate(groups.items()):
-        for trace in _traces(cs):
+    fig, buttons = go.Figure(), []
+    for i, (label, cs) in enumerate(groups.items()):
+        marker = {"size": 11, "color": [COLOURS.get(c.verdict, "#777777") for c in cs]}
+        claim = {**_CLAIM, "marker": marker, "text": [c.verdict for c in cs]}
+        for trace in (
+            {"y": [_num(c.high) for c in cs], **_EDGE, "showlegend": False, "hoverinfo": "skip"},
+            {"y": [_num(c.low) for c in cs], **_LOW},
+            {"y": [_num(c.ceiling) for c in cs], **_CEILING},
+            {"y": [c.claimed for c in cs], **claim},
+        ):
             fig.add_trace(go.Scatter(x=[c.x for c in cs], visible=i == first, **trace))
-    buttons = []
-    for i, label in enumerate(groups):
-        shown = [j // per_group == i for j in range(per_group * len(groups))]
+        shown = [j // 4 == i for j in range(4 * len(groups))]  # four traces per setting
         buttons.append({"label": label, "method": "update", "args": [{"visible": shown}]})
     menu = {"x": 0, "xanchor": "left", "y": 1.16, "yanchor": "top", "direction": "down"}
     fig.update_layout(
@@ -207,4 +188,4 @@ def rack_bundle() -> dict[str, Any]:
 def single_bundle() -> dict[str, Any]:
     x_title = "tokens per step (acceptance length; 1 without speculation)"
     title = "The single-user figure per GPU, by GPUs and context"
-    return bundle(single_grid(), x_title, title, SINGLE_FIRST)
+    return bundle(single_grid(), x_title, title, {"gpus": 4, "context": 0})  # the claim's 4 GPUs

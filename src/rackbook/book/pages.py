@@ -10,7 +10,8 @@ import math
 import re
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, get_args
 
 import numpy as np
 import yaml
@@ -23,42 +24,35 @@ from rackbook.book.report import render, table
 from rackbook.core import schema
 from rackbook.core.fsio import atomic_write_bytes, atomic_write_text
 from rackbook.core.units import plural
-from rackbook.inputs.claims import Claim, Registry, load_claims
+from rackbook.inputs.claims import Claim, Registry, Status, load_claims
 from rackbook.physics import expected as exp_mod
 from rackbook.results import validation
 
-_STATUS = {
-    "located": "primary source located",
-    "partly-located": "primary source partly located",
-    "not-located": "primary source not located",
-}
+#: A source's status in words: ``partly-located`` -> ``primary source partly located``.
+_STATUS = {s: f"primary source {s.replace('-', ' ')}" for s in get_args(Status)}
 
 
-def claim_card(result: str, registry: Registry | None = None) -> str:
+def claim_card(result: str) -> str:
     """Markdown card of a result's claims: each claim's figure and statement."""
-    reg = registry or load_claims()
-    cards = [
-        f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in reg.for_result(result)
-    ]
+    claims = load_claims().for_result(result)
+    cards = [f"**{_md(c.value_text)}** ({c.id}): {_md(c.statement)}" for c in claims]
     return "\n\n".join(cards) + "\n"
 
 
-def as_published(result: str, registry: Registry | None = None) -> str:
+def as_published(result: str) -> str:
     """Per claim of ``result``, a dropdown: its original words, scope, metric and source."""
-    reg = registry or load_claims()
-    return render("as-published.md.j2", reg=reg, result=result, status=_STATUS)
+    return render("as-published.md.j2", reg=load_claims(), result=result, status=_STATUS)
 
 
-def source_note(registry: Registry | None = None, today: datetime.date | None = None) -> str:
+def source_note(today: datetime.date | None = None) -> str:
     """The landing page's opening: where the claims were read, as of ``today`` (UTC)."""
-    reg = registry or load_claims()
+    reg = load_claims()
+    seen = sorted({c.source.seen_in for c in reg.claims})  # the articles the claims come from
     return render(
         "source-note.md.j2",
         reg=reg,
         day=(today or datetime.datetime.now(datetime.UTC).date()).isoformat(),
-        articles=[
-            f"*{_md(reg.source(s).title)}*" for s in sorted({c.source.seen_in for c in reg.claims})
-        ],
+        articles=[f"*{_md(reg.source(s).title)}*" for s in seen],
         missing=any(s.status == "not-located" for s in reg.sources),
         confirmed=[c for c in reg.claims if c.source.status in ("located", "partly-located")],
         related=[s for s in reg.sources if s.status == "located" and s.id.startswith("vllm-")],
@@ -83,40 +77,35 @@ def landing_row(claim: Claim, found: Any | None) -> tuple[str, str, str, str]:
 
 
 def at_a_glance(
-    executed: Path,
-    registry: Registry | None = None,
-    reference: Path | None = None,
-    mine: Collection[str] | None = None,
+    executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> str:
     """The landing table from ``executed``; ``reference``/``mine`` add "this run" columns."""
     from rackbook.results.conclusions import VERDICT_WORDS, conclusions, summarize
 
-    reg = registry or load_claims()
+    reg = load_claims()
     yours_too = reference is not None and mine is not None
     head = "claim | verdict | finding | certainty"
     head += " | this run, your traces" * yours_too
     head += " | this run, shipped recordings" * (reference is not None)
-    rows, used, reasons = [], [], []
+    found: dict[str, Any] = {}  # claim id -> its summary
+    rows, reasons = [], []
     for n, result in enumerate(paths.RESULTS, 1):
         ran = (executed / f"{result}.ipynb").exists()
-        ref = _readings(reference, result)
-        yours = _readings(executed, result) if result in (mine or ()) else []
-        readings = _readings(executed, result)
-        found = {}
+        link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
+        ref, readings = _readings(reference, result), _readings(executed, result)
+        yours = readings if result in (mine or ()) else []
         if readings is not None:
-            found = {c.id: summarize(c, readings) for c in reg.for_result(result)}
+            found |= {c.id: summarize(c, readings) for c in reg.for_result(result)}
             for c in conclusions({"result": result, "readings": readings}, reg):
                 note = c.certainty.note
                 reasons.append(f"- **{_md(c.figure)}** ({found[c.claim_id].grade}): {_md(note)}")
         for claim in reg.for_result(result):
-            link = f"{{doc}}`chapter {n} </notebooks/{result}>`" if ran else f"chapter {n}"
             cells = list(landing_row(claim, found.get(claim.id)))
             cells[0] += f" ({link})"
-            if claim.id in found and found[claim.id].word not in used:
-                used.append(found[claim.id].word)
             cells += [_run_verdict(yours, claim.id)] * yours_too
             cells += [_run_verdict(ref, claim.id)] * (reference is not None)  # the word only
             rows.append(cells)
+    used = dict.fromkeys(s.word for s in found.values())
     return render(
         "at-a-glance.md.j2",
         lines=table(head, rows),
@@ -179,20 +168,22 @@ def claims_page(registry: Registry | None = None) -> str:
     return render("claims.md.j2", reg=registry or load_claims(), status=_STATUS)
 
 
-def translation_page(trace_dir: Path, gpus: int = 1) -> str:
-    """One point of a recorded trace under each tool's metric definitions."""
+def translation_page(trace_dir: Path | None = None, gpus: int = 1) -> str:
+    """One point of a recorded trace (default: decode-parity's) under each tool's metric
+    definitions."""
     from rackbook.core import cross_tool, provenance, traces
 
+    trace_dir = trace_dir or paths.TRACES / "decode-parity"
+    if not (trace_dir / "run.json").exists():
+        return "No recorded trace is available to compute this table.\n"
     t = traces.read_trace(trace_dir)
     pid = str(t.points["point_id"].iloc[0])
     df = cross_tool.translate(t, gpus=gpus, point_id=pid)
-    out = table(
-        "quantity | tool | name | value | unit | definition",
-        (
-            (r.quantity, r.tool, f"`{r.name}`", f"{r.value:,.2f}", r.unit, _cell(r.definition))
-            for r in df.itertuples()
-        ),
-    )
+    rows = [
+        (r.quantity, r.tool, f"`{r.name}`", f"{r.value:,.2f}", r.unit, _cell(r.definition))
+        for r in df.itertuples()
+    ]
+    out = table("quantity | tool | name | value | unit | definition", rows)
     src = f"point `{pid}` of trace `{t.trace_id}` ({t.kind}, {provenance.hardware_label(t.run)})"
     head = f"Computed by `rackbook.core.cross_tool.translate` from {src}, over "
     return head + f"{plural(gpus, 'GPU')}." + "\n\n" + "\n".join(out) + "\n"
@@ -202,16 +193,15 @@ def translation_page(trace_dir: Path, gpus: int = 1) -> str:
 CHECK_EXAMPLES = paths.ROOT / "book" / "_template" / "check-examples.yaml"
 
 
-def check_page(model: str = "deepseek-v4.1-flash", registry: Registry | None = None) -> str:
+def check_page(model: str = "deepseek-v4.1-flash") -> str:
     """The worked ``rackbook check`` examples as a table (computed, never typed)."""
     from rackbook.physics import attainable, check
 
-    reg = registry or load_claims()
+    reg = load_claims()
     rows = []
     for example in yaml.safe_load(CHECK_EXAMPLES.read_text(encoding="utf-8")):
         label, kw = example["label"], dict(example["args"])
-        claim_id = label.split(",")[0]
-        tok_s = kw.pop("tok_s", None) or reg.value(claim_id)
+        tok_s = kw.pop("tok_s", None) or reg.value(label.split(",")[0])  # "CLAIM, how"
         c = check.check_claim(model, kw.pop("gpu"), kw.pop("gpus"), tok_s, **kw)
         flags = [f"--model {model}", f"--gpu {c.gpu}", f"--gpus {c.gpus}", f"--tok-s {tok_s:g}"]
         flags += [f"--{k.replace('_', '-')} {v}" for k, v in kw.items()]
@@ -265,20 +255,9 @@ PRIMARY_OF: dict[str, tuple[str, str, str, str]] = {
 _HOSTS: dict[str, str] = _CITATIONS["hosts"]
 
 
-def _host(url: str) -> str:
-    return re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
-
-
-def _words(slug: str) -> str:
-    slug = re.sub(r"\.(html?|md|json|csv|jsx|ts)$", "", slug)
-    slug = re.sub(r"^\d{4}-\d{2}-\d{2}-", "", slug)
-    text = re.sub(r"[-_]+", " ", slug).strip()
-    return text[:1].upper() + text[1:]
-
-
 def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, str]]) -> dict:
     """Title, organisation, date (``n.d.``) and ``secondary`` of a cited address."""
-    host = _host(url)
+    host = re.sub(r"^https?://(www\.)?", "", url).split("/")[0].lower()
     path = [p for p in re.sub(r"^https?://[^/]+/?", "", url).split("/") if p]
     org, title = "", titles.get(url, "")
     if host in ("github.com", "raw.githubusercontent.com") and len(path) >= 2:
@@ -292,12 +271,13 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
         title += " (Hugging Face)" if "Hugging Face" not in title else ""
     else:
         org = next((o for h, o in _HOSTS.items() if host == h or host.endswith("." + h)), host)
-        title = title or (_words(path[-1]) if path else host)
+        slug = re.sub(r"^\d{4}-\d{2}-\d{2}-|\.(html?|md|json|csv|jsx|ts)$", "", (path or [""])[-1])
+        words = re.sub(r"[-_]+", " ", slug).strip()
+        title = title or (words[:1].upper() + words[1:] if path else host)
     who, date = figures.get(url, ("", ""))
     org = who or org  # a figure's submitter names the organisation
-    if not date:
-        m = re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)
-        date = "-".join(m.groups()) if m else ""
+    if not date and (m := re.search(r"(20\d\d)[-/](\d\d)[-/](\d\d)", url)):  # in the address
+        date = "-".join(m.groups())
     secondary = any(host == a or host.endswith("." + a) for a in AGGREGATORS)
     if secondary:  # the aggregator is the author of the page; it reports the primary's text
         org = next((o for h, o in _HOSTS.items() if host == h), host)
@@ -306,11 +286,11 @@ def source_meta(url: str, titles: dict[str, str], figures: dict[str, tuple[str, 
     return {"title": title, "org": org, "date": date or "n.d.", "secondary": secondary}
 
 
-def bibliography(registry: Registry | None = None) -> str:
+def bibliography() -> str:
     """A BibTeX ``@misc`` per cited URL; an aggregator's primary gets its own entry."""
     from rackbook.inputs.claims import load_figures
 
-    reg = registry or load_claims()
+    reg = load_claims()
     titles = {s_.url: s_.title for s_ in reg.sources if s_.url}
     # the first figure of each address names it
     figures = {f.url: (f.submitter, f.date or "") for f in reversed(load_figures().figures)}
@@ -330,25 +310,18 @@ def bibliography(registry: Registry | None = None) -> str:
     return render("references.bib.j2", entries=entries, bib=_bib_escape, primary_of=PRIMARY_OF)
 
 
-def yaml_literal(default: str) -> str:
-    """A parameter's default (Python source) as YAML (``None`` -> ``null``)."""
-    import ast
-
-    try:
-        return json.dumps(ast.literal_eval(default))
-    except (ValueError, SyntaxError, TypeError):
-        return default
-
-
 def parameters_page() -> str:
     """The notebooks' parameters: meaning, and the chapters declaring each (defaults)."""
     import papermill
 
+    from rackbook.params import cell_defaults
+
     declared: dict[str, dict[str, str]] = {}
     helps: dict[str, str] = {}
     for r in paths.RESULTS:
+        defaults = cell_defaults(r)  # as YAML writes them (None: null)
         for name, info in papermill.inspect_notebook(str(paths.NOTEBOOKS / f"{r}.ipynb")).items():
-            declared.setdefault(name, {})[r] = yaml_literal(str(info.get("default")))
+            declared.setdefault(name, {})[r] = json.dumps(defaults[name])
             help_text = re.sub(r"\bNone\b", "null", str(info.get("help") or ""))
             helps.setdefault(name, help_text)
     rows = []
@@ -375,18 +348,9 @@ def validation_report() -> dict[str, Any]:
 
 
 def _group(rep: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
-    rows = []
-    for name in sorted({str(p[key]) for p in rep["points"]}):
-        preds = [p for p in rep["points"] if str(p[key]) == name]
-        r = np.array([p["ratio"] for p in preds])
-        s = {
-            "points": len(r),
-            "median_ratio": float(np.median(r)),
-            "within_2x": float(np.mean((r >= 0.5) & (r <= 2))),
-            "inside": float(np.mean([p["inside"] for p in preds])),
-        }
-        rows.append((name, s))
-    return rows
+    pts: list[Any] = [SimpleNamespace(**p) for p in rep["points"]]
+    names = sorted({str(getattr(p, key)) for p in pts})
+    return [(n, validation.summary([p for p in pts if str(getattr(p, key)) == n])) for n in names]
 
 
 def validation_markdown(rep: dict[str, Any]) -> str:
@@ -427,21 +391,11 @@ def validation_figure(rep: dict[str, Any]) -> bytes:
         colour = plotting.PALETTE[i % len(plotting.PALETTE)]
         xy = [p["expected"] for p in mine], [p["measured"] for p in mine]
         ax.scatter(*xy, marker=marker, color=colour, label=src, s=28)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
+    ax.set(xlim=(lo, hi), ylim=(lo, hi))
     ax.legend(fontsize=plotting.SMALL_PT, loc="upper left", ncol=2)
     data = plotting.figure_png(fig)
     plt.close(fig)
     return data
-
-
-def validation_files(folder: Path) -> list[Path]:
-    """Write ``validation.md`` and ``validation.png`` into ``folder``."""
-    rep = validation_report()
-    return [
-        atomic_write_text(folder / "validation.md", validation_markdown(rep)),
-        atomic_write_bytes(folder / "validation.png", validation_figure(rep)),
-    ]
 
 
 #: Where each release's conclusions are kept, one JSON file per version.
@@ -501,6 +455,9 @@ def _today() -> str:
     return datetime.datetime.now(datetime.UTC).date().isoformat()
 
 
+TRACE_FORMAT = "# The trace format\n\nGenerated from `rackbook.core.schema`.\n\n"
+
+
 def generate(
     folder: Path, executed: Path, reference: Path | None = None, mine: Collection[str] | None = None
 ) -> list[Path]:
@@ -508,7 +465,7 @@ def generate(
     from rackbook.book import rerun
 
     folder.mkdir(parents=True, exist_ok=True)
-    translation_trace = paths.TRACES / "decode-parity"
+    ref = None if executed == paths.EXECUTED else reference or paths.EXECUTED  # "this run" beside
     pages = {
         "hardware.md": hardware_page,
         "models.md": models_page,
@@ -519,23 +476,13 @@ def generate(
         "check-examples.md": check_page,
         "parameters.md": parameters_page,
         "references.bib": bibliography,
-        "metric-translation.md": lambda: (
-            translation_page(translation_trace)
-            if (translation_trace / "run.json").exists()
-            else "No recorded trace is available to compute this table.\n"
-        ),
-        "at-a-glance.md": lambda: at_a_glance(
-            executed,
-            reference=None if executed == paths.EXECUTED else reference or paths.EXECUTED,
-            mine=mine,
-        ),
+        "metric-translation.md": translation_page,
+        "at-a-glance.md": lambda: at_a_glance(executed, reference=ref, mine=mine),
         "changes.md": lambda: changes_page(executed),
         "cite.md": citation,
-        "trace-format.md": lambda: (
-            "# The trace format\n\nGenerated from "
-            "`rackbook.core.schema`.\n\n" + schema.markdown_reference()
-        ),
+        "trace-format.md": lambda: TRACE_FORMAT + schema.markdown_reference(),
     }
     written = [atomic_write_text(folder / name, make()) for name, make in pages.items()]
-    written += validation_files(folder)
-    return written
+    rep = validation_report()
+    written.append(atomic_write_text(folder / "validation.md", validation_markdown(rep)))
+    return [*written, atomic_write_bytes(folder / "validation.png", validation_figure(rep))]

@@ -111,8 +111,7 @@ def render(template: str, **values: Any) -> str:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
+        keep_trailing_newline=True,  # autoescape off (the default): Markdown, not HTML
     )
     env.filters |= {"fmt": format, "md": md, "cell": cell, "mdcell": md_cell}
     env.filters["pipes"] = lambda v: str(v).replace("|", "\\|")

@@ -65,12 +65,8 @@ def assumptions() -> tuple[float, float, str]:
 
     def best(result: str, claim: str, unit: str) -> tuple[float, str]:
         t = evidence.published_points(result)
-        t = t[
-            (t["claim_id"] == claim)
-            & t["model"].astype(str).str.contains("V4.1-Flash")
-            & t["engine"].astype(str).str.startswith("vLLM")
-            & (t["unit"] == unit)
-        ]
+        vllm = t["engine"].astype(str).str.startswith("vLLM") & (t["unit"] == unit)
+        t = t[(t["claim_id"] == claim) & t["model"].astype(str).str.contains("V4.1-Flash") & vllm]
         if t.empty:
             raise ValueError(f"no published vLLM DeepSeek-V4.1-Flash figure in {unit}")
         row = t.loc[t["value"].astype(float).idxmax()]
@@ -102,8 +98,7 @@ def prefill_rate() -> PrefillRate:
     cells = published_rows.load_prefill_table()
 
     def tokens(label: str) -> int:
-        m = re.fullmatch(r"(\d+)K", label)
-        if not m:
+        if not (m := re.fullmatch(r"(\d+)K", label)):
             raise ValueError(f"{published_rows.PREFILL_TABLE}: prompt label {label!r}")
         return int(m.group(1)) * 1000
 
@@ -116,29 +111,23 @@ def prefill_rate() -> PrefillRate:
 
 
 def _wrap_json(flag: str, width: int) -> str:
-    m = re.fullmatch(r"(\S+) '(\{.*\})'", flag)
-    if not m:
+    if not (m := re.fullmatch(r"(\S+) '(\{.*\})'", flag)) or m.group(2) == "{}":
         return flag
-    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in json.loads(m.group(2)).items()]
-    lines, line = [], f"{m.group(1)} '{{"
-    for k, item in enumerate(items):
-        piece = item + ("," if k < len(items) - 1 else "}'")
-        if len(line) + len(piece) + 5 > width and not line.endswith("{"):
-            lines.append(line)
-            line = "    " + piece
-        else:
-            line += ("" if line.endswith("{") else " ") + piece
-    return "\n".join([*lines, line])
+    *items, last = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in json.loads(m.group(2)).items()]
+    items = [f"{x}," for x in items] + [f"{last}}}'"]
+    return _fill(f"{m.group(1)} '{{{items[0]}", items[1:], width, ("", "    ", 5))
 
 
-def _fill(head: str, pieces: Iterable[str], width: int) -> str:
+def _fill(head: str, pieces: Iterable[str], width: int, how: tuple = (" \\", "  ", 3)) -> str:
     """``head`` then ``pieces`` over lines of at most ``width`` characters, each broken line
-    ending `` \\`` (a piece too long for a line: its JSON spread over lines)."""
+    ending ``how[0]`` (`` \\``), the next indented ``how[1]`` (a piece too long for a line: its
+    JSON spread over lines); ``how[2]``: the room a break keeps."""
     lines, line = [], head
+    end, indent, room = how
     for p in pieces:
-        if len(line) + len(p) + 3 > width:
-            lines.append(line + " \\")
-            line = "  " + (_wrap_json(p, width - 2) if len(p) + 2 > width else p)
+        if len(line) + len(p) + room > width:
+            lines.append(line + end)
+            line = indent + (_wrap_json(p, width - 2) if len(p) + 2 > width else p)
         else:
             line += " " + p
     return "\n".join([*lines, line])
@@ -216,17 +205,14 @@ def record_parameters(topo: Any) -> dict[str, Any]:
     """rack-scaling's ``rackbook record -p`` plan; ``{}`` without a reference worker."""
     from rackbook.results.rack_scaling import Params
 
-    ref = topo.reference_worker()
-    if ref is None:
+    if (ref := topo.reference_worker()) is None:
         return {}
-    hit = load_figures().get(HIT_RATE_FIGURE)
-    p = Params
-    per_rank = recipes.STREAMS_PER_RANK
+    hit, per_rank = load_figures().get(HIT_RATE_FIGURE), recipes.STREAMS_PER_RANK
     decode = sum(topo.workers[n].gpus for n in topo.role_workers("decode"))
     return {
-        "input_len": p.workload_isl,
-        "prefix_len": round(p.workload_isl * hit.value / 100),
-        "output_len": p.workload_osl,
+        "input_len": Params.workload_isl,
+        "prefix_len": round(Params.workload_isl * hit.value / 100),
+        "output_len": Params.workload_osl,
         "concurrency": per_rank * decode,
         "reference_gpus": topo.workers[ref].gpus,
         "deployment_gpus": topo.system_gpus,
@@ -240,7 +226,6 @@ HIT_RATE_FIGURE = "vllm-agentx-post.prefix-cache-hit"
 
 def cost_rows(topo: Any | None = None) -> list[tuple[str, Hold, Sweep]]:
     """(result, what it holds, its sweep) for every chapter's card, in book order."""
-
     topo = topo or load_topology()
     params = recipes.params_files(topo)
     out = []

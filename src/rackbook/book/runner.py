@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ import orjson
 import rackbook
 from rackbook import STOP_SIGNALS, paths
 from rackbook.core import fsio
-from rackbook.core.fsio import atomic_write_text, check_output_folder, update_manifest
 from rackbook.errors import InputError, Terminated, log_stem, write_log
 
 if TYPE_CHECKING:  # the child (python -m) never imports multiprocessing
@@ -42,9 +40,8 @@ def available_results() -> list[str]:
 def notebook_path(result: str) -> Path:
     """The source notebook of a result; unknown names raise :class:`InputError`."""
     if result not in paths.RESULTS:
-        raise InputError(
-            "-", "result", f"unknown result {result!r}; known: {', '.join(paths.RESULTS)}, all"
-        )
+        why = f"unknown result {result!r}; known: {', '.join(paths.RESULTS)}, all"
+        raise InputError("-", "result", why)
     return paths.NOTEBOOKS / f"{result}.ipynb"
 
 
@@ -56,8 +53,7 @@ def read_params_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         why = f"must be a mapping of parameter names, got {type(raw).__name__}"
         raise InputError(path, "-", why)
-    bad = [k for k in raw if not isinstance(k, str) or not k.isidentifier()]
-    if bad:
+    if bad := [k for k in raw if not isinstance(k, str) or not k.isidentifier()]:
         raise InputError(path, str(bad[0]), "not a parameter name")
     return raw
 
@@ -66,7 +62,8 @@ def check_parameters(
     nb: Path, params: dict[str, Any], defaults: dict[str, Any], source: str, result: str
 ) -> None:
     """Refuse, before any kernel starts, what :func:`rackbook.params.check_given` refuses; in
-    trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it."""
+    trace mode also a ``trace``/``trace_b`` the result cannot read, a ``point_id`` not in it,
+    eplb-balance's layer, windows and EP layout beyond its trace's experts."""
     from rackbook import params as schema
     from rackbook.inputs.loader import display_path
 
@@ -76,10 +73,12 @@ def check_parameters(
     if source != "trace":
         return
     trace = merged.get("trace")
-    if result == "eplb-balance" and isinstance(trace, str) and trace:
-        check_expert_layout(paths.ROOT / trace, merged, shown)
-    if isinstance(merged.get("point_id"), str):
-        check_point_id(merged, shown)
+    folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
+    top = schema.expert_extent(folder) if folder and result == "eplb-balance" else None
+    if top is not None:
+        _check_layout(top, merged, shown)
+    if folder and isinstance(merged.get("point_id"), str) and (folder / "points.parquet").is_file():
+        _check_point_id(folder, merged["point_id"], shown)
     for name, value in params.items():
         if name in ("trace", "trace_b") and not (name == "trace_b" and value is None):
             _check_trace(result, value, f"parameter {name}", shown, merged)
@@ -103,30 +102,21 @@ def _check_trace(result: str, value: Any, field: str, shown: str, merged: dict[s
         check_one_stream(folder, merged.get("point_id"), field)
 
 
-def check_point_id(params: dict[str, Any], where: str) -> None:
-    """The ``point_id`` parameter names a point of the chapter's trace (its points table)."""
+def _check_point_id(folder: Path, point_id: str, where: str) -> None:
     from rackbook.core import traces
     from rackbook.inputs.loader import display_path
 
-    trace = params.get("trace")
-    folder = paths.resolve(trace) if isinstance(trace, str) and trace else None
-    if folder is None or not (folder / "points.parquet").is_file():
-        return  # the trace's own check names what is missing
     known = traces.read_table(folder, "points", ["point_id"])["point_id"].astype(str).tolist()
-    if params["point_id"] not in known:
+    if point_id not in known:
         shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
-        why = f"{params['point_id']!r} is not a point of {display_path(folder)} (its points: "
+        why = f"{point_id!r} is not a point of {display_path(folder)} (its points: "
         raise InputError(where, "parameter point_id", f"{why}{shown})")
 
 
-def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None:
-    """eplb-balance's layer, windows and EP layout against its trace's experts."""
+def _check_layout(top: dict[str, int], params: dict[str, Any], where: str) -> None:
     from rackbook import params as schema
     from rackbook.physics import eplb
 
-    top = schema.expert_extent(trace)
-    if top is None:
-        return
     schema.check_extent(top, params, where)
     layout: list[Any] = [params.get(k) for k in ("ep_size", "redundant", "groups", "nodes")]
     if all(isinstance(v, int) for v in layout):
@@ -136,27 +126,18 @@ def check_expert_layout(trace: Path, params: dict[str, Any], where: str) -> None
             raise InputError(where, f"parameter {exc.field}", exc.problem) from None
 
 
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-    """A checked chapter: notebook, output folder, injected parameters, cache key (live: None)."""
-
-    notebook: Path
-    out_dir: Path
-    params: dict[str, Any]
-    key: str | None
-
-
 def prepare_run(
     result: str,
     source: str = "trace",
     parameters: dict[str, Any] | None = None,
     out: str | Path | None = None,
-) -> Prepared:
-    """Check a chapter's parameters (one-line errors) and compute its cache key."""
+) -> tuple[Path, Path, dict[str, Any], str | None]:
+    """Check a chapter's parameters (one-line errors): notebook, output folder, injected
+    parameters and cache key (live: None)."""
     from rackbook import params as schema
 
     nb = notebook_path(result)
-    out_dir = check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
+    out_dir = fsio.check_output_folder(paths.resolve(out) if out else paths.EXECUTED, "--out")
     fsio.refuse_special(out_dir, "--out", result_files())
     params = dict(parameters or {})
     defaults = schema.cell_defaults(result)
@@ -165,17 +146,15 @@ def prepare_run(
     fsio.refuse_overlap({"--out": out_dir}, {k: v for k, v in read.items() if v})
     params |= {"source": source, "out_dir": str(out_dir)}
     key = chapter_key(nb, defaults | params) if source == "trace" else None
-    return Prepared(nb, out_dir, params, key)
+    return nb, out_dir, params, key
 
 
 def cached_headline(
     result: str, source: str, parameters: dict[str, Any], out: str | Path | None
 ) -> Path | None:
     """The headline JSON of ``result`` when the cache holds it for these inputs, else None."""
-    prep = prepare_run(result, source, parameters, out)
-    if prep.key is not None and is_fresh(prep.out_dir, result, prep.key):
-        return prep.out_dir / f"{result}.json"
-    return None
+    _, out_dir, _, key = prepare_run(result, source, parameters, out)
+    return out_dir / f"{result}.json" if key and is_fresh(out_dir, result, key) else None
 
 
 def execute_result(
@@ -189,8 +168,7 @@ def execute_result(
     """Execute (or, unless ``force``, reuse) a result's notebook: (headline JSON, cached)."""
     from rackbook.inputs.loader import display_path
 
-    prep = prepare_run(result, source, parameters, out)
-    nb, out_dir, params, key = prep.notebook, prep.out_dir, prep.params, prep.key
+    nb, out_dir, params, key = prepare_run(result, source, parameters, out)
     if key is not None and not force and is_fresh(out_dir, result, key):
         return out_dir / f"{result}.json", True
     created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
@@ -201,14 +179,6 @@ def execute_result(
     mine = (final.name, headline.name, stamp_path(out_dir, result).name)
     fsio.update_manifest(out_dir, pending=mine)
     stage = fsio.make_temp_dir(final)
-
-    def _leave_nothing() -> None:
-        shutil.rmtree(stage, ignore_errors=True)
-        fsio.update_manifest(out_dir, record=mine)
-        for d in created:  # deepest first
-            with contextlib.suppress(OSError):
-                d.rmdir()
-
     stamp_path(out_dir, result).unlink(missing_ok=True)
     if source == "live":  # recordings go to out_dir/traces/RESULT
         fsio.update_manifest(out_dir, pending=[f"traces/{result}", f"traces/{result}.raw"])
@@ -217,19 +187,21 @@ def execute_result(
         execute_notebook(
             nb, stage / final.name, params, paths.NOTEBOOKS, shown, result, stage=stage
         )
-    except BaseException:
-        _leave_nothing()
-        raise
-    try:
         if not (stage / headline.name).is_file():
             raise InputError(display_path(nb), "last cell", f"did not write {headline.name}")
         _move_in_pair(out_dir, stage, (final.name, headline.name))
-    finally:
-        _leave_nothing()
+    finally:  # nothing left but the pair moved in
+        shutil.rmtree(stage, ignore_errors=True)
+        fsio.update_manifest(out_dir, record=mine)
+        for d in created:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
     if source == "live":
         fsio.update_manifest(out_dir, record=["traces"])
-    if key is not None:
-        remember(out_dir, result, key)
+    if key is not None:  # the outputs made with this key
+        doc = _stamp(out_dir, result, key)
+        fsio.atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
+        fsio.update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
     return headline, False
 
 
@@ -267,18 +239,15 @@ def cli_run(args: argparse.Namespace) -> int:
     params.pop("source", None)
     if source not in ("trace", "live"):
         raise InputError(args.params_file, "source", f"{source!r} is not one of trace, live")
+    from rackbook.book import report as numbers
     from rackbook.params import read_pairs
+    from rackbook.results.headline import read_result, summary_line
 
     params = cwd_paths(params | read_pairs(args.parameter))
     out = cli_path(args.out)
-    names = available_results() if args.result == "all" else [args.result]
-    for name in names:
-        notebook_path(name)
+    names = available_results() if args.result == "all" else [notebook_path(args.result).stem]
     if args.result == "all" and params:
         raise InputError("-", "-p", "parameters apply to one result; run results one by one")
-    from rackbook.book import report as numbers
-    from rackbook.results.headline import read_result, summary_line
-
     force = bool(getattr(args, "force", False))
     before = previous_headlines(out or paths.EXECUTED, names)
 
@@ -291,17 +260,13 @@ def cli_run(args: argparse.Namespace) -> int:
         line = f"{d.result}: {summary_line(doc)} [{how}] -> {d.headline}"
         print(line, *numbers.block(doc, before.get(d.result), compare=True), sep="\n", flush=True)
 
+    jobs = min(getattr(args, "jobs", None) or cores(), len(names))
+    what = f"{len(names)} results ({source}), {jobs} at a time"
     if len(names) == 1:
         prepare_run(names[0], source, params, out)  # every check before the first line
+        what = f"{names[0]} ({source})"
     with results_folder(out or paths.EXECUTED, "--out", names):
-        if len(names) == 1:
-            t0 = time.perf_counter()
-            print(f"running {names[0]} ({source}) ...", flush=True)
-            path, cached = execute_result(names[0], source, params, out, force=force)
-            report(Done(names[0], path, cached, time.perf_counter() - t0))
-            return 0
-        jobs = min(getattr(args, "jobs", None) or cores(), len(names))
-        print(f"running {len(names)} results ({source}), {jobs} at a time ...", flush=True)
+        print(f"running {what} ...", flush=True)
         run_chapters(names, source, params, out, force, jobs, report)
     return 0
 
@@ -350,8 +315,7 @@ def cli_list(args: argparse.Namespace) -> int:
         listing.append((name, doc, claims))
     if getattr(args, "json", False):
         results = [
-            {"result": n, "readings": d["readings"] if d else None, "claims": c}
-            for n, d, c in listing
+            {"result": n, "readings": d and d["readings"], "claims": c} for n, d, c in listing
         ]
         doc = {"executed": str(out_dir), "results": results}
         print(orjson.dumps(doc, default=str).decode())  # NaN and infinities as null
@@ -377,18 +341,6 @@ PACKAGE_SOURCE: Path = Path(rackbook.__file__).resolve().parent
 OUTPUT_PARAMETERS = frozenset({"out_dir"})
 
 
-def _shared_inputs() -> list[Path]:
-    data = paths.DATA
-    return [
-        data / "claims.yaml",
-        data / "hardware.yaml",
-        data / "models",
-        data / "published",
-        paths.ROOT / "book" / "_template",  # the words of the boxes and cards chapters glue
-        paths.ROOT / "env" / "requirements-book.lock",
-    ]
-
-
 def hash_tree(h: Any, root: Path, label: str) -> None:
     """Feed ``root``'s relative paths and file bytes into ``h`` (missing hashes as missing)."""
     h.update(f"\0tree\0{label}\0".encode())
@@ -409,16 +361,11 @@ def hash_tree(h: Any, root: Path, label: str) -> None:
 
 def _input_paths(params: Mapping[str, Any]) -> list[tuple[str, Path]]:
     found = []
-    for name in sorted(params):
-        value = params[name]
-        if name in OUTPUT_PARAMETERS or not isinstance(value, str) or not value:
-            continue
-        try:
-            p = paths.resolve(value)
-            if p.exists():
-                found.append((name, p))
-        except (OSError, ValueError):
-            continue
+    for name, value in sorted(params.items()):
+        if name not in OUTPUT_PARAMETERS and isinstance(value, str) and value:
+            with contextlib.suppress(OSError, ValueError):
+                if (p := paths.resolve(value)).exists():
+                    found.append((name, p))
     return found
 
 
@@ -430,17 +377,12 @@ def chapter_key(notebook: Path, params: Mapping[str, Any]) -> str:
     h.update(b"\0params\0" + json.dumps(params, sort_keys=True, default=str).encode())
     for name, p in _input_paths(params):
         hash_tree(h, p, f"param:{name}")
-    for p in _shared_inputs():
+    data, root = paths.DATA, paths.ROOT  # the shared data, the words chapters glue, the env
+    shared = [data / "claims.yaml", data / "hardware.yaml", data / "models", data / "published"]
+    for p in [*shared, root / "book" / "_template", root / "env" / "requirements-book.lock"]:
         hash_tree(h, p, f"shared:{p.name}")
     hash_tree(h, PACKAGE_SOURCE, "package")
     return h.hexdigest()
-
-
-def _sha(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def stamp_path(out_dir: Path, result: str) -> Path:
@@ -448,8 +390,10 @@ def stamp_path(out_dir: Path, result: str) -> Path:
     return out_dir / f".{result}.key"
 
 
-def _stamp(out_dir: Path, result: str, key: str) -> dict[str, str | None]:
-    return {"key": key} | {x: _sha(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
+def _stamp(out_dir: Path, result: str, key: str) -> dict[str, Any]:
+    """The key, and the size and SHA-256 of ``result``'s notebook and headline (as JSON reads)."""
+    found = {x: fsio.digest(out_dir / f"{result}.{x}") for x in ("ipynb", "json")}
+    return json.loads(json.dumps({"key": key} | found))
 
 
 def is_fresh(out_dir: Path, result: str, key: str) -> bool:
@@ -459,13 +403,6 @@ def is_fresh(out_dir: Path, result: str, key: str) -> bool:
     except (OSError, ValueError):
         return False
     return doc == _stamp(out_dir, result, key) and doc["ipynb"] is not None
-
-
-def remember(out_dir: Path, result: str, key: str) -> None:
-    """Record that ``result``'s outputs in ``out_dir`` were made with ``key``."""
-    doc = _stamp(out_dir, result, key)
-    atomic_write_text(stamp_path(out_dir, result), json.dumps(doc, indent=1) + "\n")
-    update_manifest(out_dir, record=[stamp_path(out_dir, result).name])
 
 
 #: Seconds the child gets to stop its kernel after SIGTERM before both are killed.
@@ -489,8 +426,6 @@ def report_input_errors() -> None:
 
 def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     """A ``preexec_fn`` (None off Linux): the child gets ``sig`` when this process dies."""
-    if not sys.platform.startswith("linux"):
-        return None
     try:
         import ctypes
 
@@ -519,15 +454,18 @@ def execute_notebook(
     """Execute ``nb`` into ``output`` in a child process (headline JSON to ``stage``); a
     failed cell or child raises InputError naming the cell and the log."""
     from rackbook.inputs.loader import display_path
+    from rackbook.results.headline import STAGE_ENV
 
     stem = log_stem(log_name)
     log, spec, result, kernel_error = (
         Path(f"{stem}.{s}") for s in ("log", "spec.json", "result.json", "error.json")
     )
     term = os.dup(2) if progress else None  # the progress bar's way to the terminal
-    files = {"nb": nb, "output": output, "cwd": cwd, "result": result, "error": kernel_error}
+    files = {"nb": nb, "output": output, "cwd": cwd, "result": result}
     job = {k: str(v) for k, v in files.items()} | {"parameters": parameters, "progress_fd": term}
-    job["stage"] = None if stage is None else str(stage)
+    # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env |= {ERROR_ENV: str(kernel_error)} | ({STAGE_ENV: str(stage)} if stage else {})
     spec.write_text(json.dumps(job), encoding="utf-8")
     try:
         with open(log, "wb") as err:
@@ -537,18 +475,14 @@ def execute_notebook(
                 stdout=err,
                 stderr=subprocess.STDOUT,
                 pass_fds=(term,) if term is not None else (),
-                # the kernel must draw inline: MPLBACKEND=Agg would leave chapters without figures
-                env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
+                env=env,
                 start_new_session=True,
                 preexec_fn=die_with_parent(signal.SIGTERM),  # it stops its kernel, then exits
             )
-            if term is not None:
-                os.close(term)
-                term = None
             try:
                 code = proc.wait()
             except BaseException:
-                _stop(proc)
+                stop_child(proc)
                 log.unlink()
                 raise
         if result.is_file() or code == 0:
@@ -571,28 +505,26 @@ def execute_notebook(
             f.unlink(missing_ok=True)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_child(proc: subprocess.Popen[Any]) -> None:
     """SIGTERM the child (it stops its kernel); if it lingers, SIGKILL its group and kernel."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
+    proc.terminate()  # nothing if it has ended
     try:
         proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        kernels = _children(proc.pid)
+        _kill_children(proc.pid)  # its kernel runs in a session of its own
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in kernels:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         proc.wait()
 
 
-def _children(pid: int) -> list[int]:
+def _kill_children(pid: int) -> None:
+    """SIGKILL the processes ``pid`` started (a chapter's kernel)."""
     import psutil
 
     with contextlib.suppress(psutil.Error):
-        return [c.pid for c in psutil.Process(pid).children()]
-    return []
+        for child in psutil.Process(pid).children():
+            with contextlib.suppress(psutil.Error):
+                child.kill()
 
 
 _REPORT = "from rackbook.book.runner import report_input_errors; report_input_errors()"
@@ -603,24 +535,16 @@ def _child_main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
 
     def _on_signal(signum: int, _frame: object) -> None:
-        for pid in _children(os.getpid()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_children(os.getpid())
         os._exit(128 + signum)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
-    if spec.get("stage"):
-        from rackbook.results.headline import STAGE_ENV
-
-        os.environ[STAGE_ENV] = spec["stage"]  # the kernel inherits it
-    os.environ[ERROR_ENV] = spec["error"]
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    progress: bool | dict[str, Any] = False
-    if spec["progress_fd"] is not None:
-        progress = {"file": os.fdopen(spec["progress_fd"], "w")}
+    fd = spec["progress_fd"]  # the terminal, for the progress bar
+    progress: bool | dict[str, Any] = fd is not None and {"file": os.fdopen(fd, "w")}
     kernel = {"kernel_name": "python3", "extra_arguments": [f"--IPKernelApp.exec_lines={_REPORT}"]}
     try:
         nb, out, cwd = spec["nb"], spec["output"], spec["cwd"]
@@ -673,17 +597,24 @@ def _worker_init() -> None:
 
 
 def _one(
-    result: str, source: str, params: dict[str, Any], out: str | Path | None, force: bool
+    result: str,
+    source: str,
+    params: dict[str, Any],
+    out: str | Path | None,
+    force: bool,
+    progress: bool | None = False,
 ) -> Done:
     t0 = time.perf_counter()
     _state[0] = "busy"
     try:
-        headline, cached = execute_result(result, source, params, out, False, force)
+        headline, cached = execute_result(result, source, params, out, progress, force)
     except InputError as err:
         fields = (err.file, err.field, err.problem)
         return Done(result, None, False, time.perf_counter() - t0, fields)
-    except (KeyboardInterrupt, Terminated) as exc:
-        os._exit(128 + getattr(exc, "signum", signal.SIGINT))
+    except Terminated as exc:
+        if _state[0] == "stopping":  # a worker told to stop: its parent reports it
+            os._exit(128 + exc.signum)
+        raise
     finally:
         _state[0] = "idle"
     return Done(result, headline, cached, time.perf_counter() - t0)
@@ -692,15 +623,13 @@ def _one(
 def _stop_workers(ex: ProcessPoolExecutor) -> None:
     procs = list((getattr(ex, "_processes", None) or {}).values())  # no public way to them
     for p in procs:
-        with contextlib.suppress(ProcessLookupError, AttributeError):
-            os.kill(p.pid, signal.SIGTERM)
+        p.terminate()  # SIGTERM: each stops its chapter
     deadline = time.monotonic() + WORKER_GRACE_S
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
     for p in procs:
         if p.is_alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGKILL)
+            p.kill()
             p.join()
 
 
@@ -714,19 +643,19 @@ def run_chapters(
     report: Callable[[Done], None] | None = None,
 ) -> list[Done]:
     """Execute ``names``, ``jobs`` at a time, reported in order; raises the first failure."""
+    jobs = min(jobs or cores(), len(names))
     ready: dict[str, Done] = {}
-    if not force:
-        for name in names:
-            t0 = time.perf_counter()
-            try:
-                hit = cached_headline(name, source, params, out)
-            except InputError as err:
-                ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
-                continue
-            if hit is not None:
-                ready[name] = Done(name, hit, True, time.perf_counter() - t0)
+    for name in names if jobs > 1 and not force else ():  # the cache served in the parent
+        t0 = time.perf_counter()
+        try:
+            hit = cached_headline(name, source, params, out)
+        except InputError as err:
+            ready[name] = Done(name, None, False, 0.0, (err.file, err.field, err.problem))
+            continue
+        if hit is not None:
+            ready[name] = Done(name, hit, True, time.perf_counter() - t0)
     todo = [n for n in names if n not in ready]
-    jobs = max(1, min(jobs or cores(), len(todo) or 1))
+    jobs = max(1, min(jobs, len(todo)))
     done: list[Done] = []
 
     def emit(d: Done) -> None:
@@ -734,14 +663,14 @@ def run_chapters(
         if report:
             report(d)
 
-    if jobs == 1:
+    if jobs == 1:  # in this process: one chapter's progress bar may show
+        shown = None if len(names) == 1 else False
         for name in names:
-            emit(ready[name] if name in ready else _one(name, source, params, out, force))
+            emit(ready[name] if name in ready else _one(name, source, params, out, force, shown))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         ex = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
-        futures: dict[str, Future[Done]] = {}
         try:
             futures = {name: ex.submit(_one, name, source, params, out, force) for name in todo}
             for name in names:
@@ -752,9 +681,8 @@ def run_chapters(
             ex.shutdown(wait=False)
             raise
         ex.shutdown(wait=True)
-    for d in done:
-        if d.error:
-            raise InputError(*d.error)
+    if failed := [d.error for d in done if d.error]:
+        raise InputError(*failed[0])
     return done
 
 

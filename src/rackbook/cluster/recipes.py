@@ -62,8 +62,6 @@ def serve_argv(
     ``leader``, ``start_rank``: shell words (defaults: ``$<WORKER>_LEADER_IP``, rank x GPUs)."""
     w = topo.workers[worker]
     per_node = topo.system.gpus_per_node
-    if not 0 <= node_rank < topo.nodes(worker):
-        raise ValueError(f"node rank {node_rank} outside 0..{topo.nodes(worker) - 1}")
     address = Raw(leader if leader is not None else f"${leader_var(worker)}")
     words: list[str] = ["vllm", "serve", topo.model.hf_id]
     if node_rank == 0:
@@ -76,13 +74,9 @@ def serve_argv(
     words += ["--data-parallel-size-local", str(per_node), "--data-parallel-address", address]
     words += ["--data-parallel-rpc-port", str(w.rpc_port)]
     if topo.eplb is not None:
-        e = topo.eplb
-        cfg = {
-            "window_size": e.window_size,
-            "step_interval": e.step_interval,
-            "num_redundant_experts": w.num_redundant_experts,
-            "log_balancedness": e.log_balancedness,
-        }
+        e, n = topo.eplb, w.num_redundant_experts
+        cfg = {"window_size": e.window_size, "step_interval": e.step_interval}
+        cfg |= {"num_redundant_experts": n, "log_balancedness": e.log_balancedness}
         words += ["--enable-expert-parallel", "--enable-eplb", "--eplb-config", _json(cfg)]
     if topo.kv_transfer is not None and w.role != "reference":
         kv = topo.kv_transfer
@@ -100,8 +94,7 @@ def serve_commands(topo: Topology) -> dict[str, list[str]]:
 
 def router_argv(topo: Topology, urls: dict[str, str]) -> list[str]:
     """Words of the router command; ``urls`` maps worker -> its leader's API base URL."""
-    if topo.router is None:
-        raise ValueError(f"{topo.file}: no router (one aggregated worker)")
+    assert topo.router is not None  # disaggregated workers only
     words = ["vllm-router", "--vllm-pd-disaggregation"]
     words += ["--host", "0.0.0.0", "--port", str(topo.router.port)]
     for role in ("prefill", "decode"):
@@ -190,15 +183,13 @@ def _pod_spec(topo: Topology, worker: str, command: str, *, leader: bool) -> dic
         values |= {"VLLM_NIXL_SIDE_CHANNEL_HOST": "$(POD_IP)", "VLLM_NIXL_SIDE_CHANNEL_PORT": port}
     pod_ip = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
     container = _container("vllm", topo, command)
+    values["HF_HOME"] = HF_HOME
     container["env"] = [pod_ip, *({"name": k, "value": v} for k, v in values.items())]
-    container["env"].append({"name": "HF_HOME", "value": HF_HOME})
     if topo.gpu:
         n = {"nvidia.com/gpu": gpus}
         container["resources"] = {"requests": n, "limits": dict(n)}
-    container["volumeMounts"] = [
-        {"name": "dshm", "mountPath": "/dev/shm"},
-        {"name": "hf-cache", "mountPath": HF_HOME},
-    ]
+    mounts = {"dshm": "/dev/shm", "hf-cache": HF_HOME}
+    container["volumeMounts"] = [{"name": k, "mountPath": v} for k, v in mounts.items()]
     if leader:
         ready = _ready(topo, w.port)
         tries = -(-topo.health.timeout_s // topo.health.interval_s)
@@ -242,8 +233,7 @@ def _worker_docs(topo: Topology, name: str, ns: str) -> list[dict[str, Any]]:
 
 def kubernetes_manifest(topo: Topology) -> str:
     """YAML: per worker a LeaderWorkerSet and leader Service; the router's."""
-    if topo.kubernetes is None:
-        raise ValueError(f"{topo.file}: no kubernetes section")
+    assert topo.kubernetes is not None  # written only with a kubernetes section
     ns = topo.kubernetes.namespace
     docs = [d for name in topo.workers for d in _worker_docs(topo, name, ns)]
     if topo.router is not None:
@@ -256,8 +246,7 @@ def kubernetes_manifest(topo: Topology) -> str:
         spec = {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}
         meta = {"name": f"{topo.name}-router", "namespace": ns, "labels": labels}
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec})
-        svc = topo.kubernetes.router_service
-        docs.append(_service(svc, ns, labels, labels, topo.router.port))
+        docs.append(_service(topo.kubernetes.router_service, ns, labels, labels, topo.router.port))
     body = yaml.dump_all(
         docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False, width=1000
     )
@@ -277,8 +266,7 @@ class _Sbatch(Template):
 def record_argv(topo: Topology) -> list[str]:
     """Words of the job's ``rackbook record`` step: ``$ENDPOINT`` into ``$LOGS/trace``."""
     rec = topo.slurm.record if topo.slurm is not None else None
-    if rec is None:
-        raise ValueError(f"{topo.file}: no slurm.record")
+    assert rec is not None  # written only when the job records
     words = ["rackbook", "record", rec.scenario, "--endpoint", Raw('"$ENDPOINT"')]
     words += ["-o", Raw('"$LOGS/trace"')]
     for name, value in rec.parameters.items():
@@ -344,8 +332,7 @@ def _values(topo: Topology, where: str) -> dict[str, str]:
 
 def slurm_script(topo: Topology, where: str = "env/cluster/generated") -> str:
     """An ``sbatch`` script; ``where``: its folder, named in its submit line."""
-    if topo.slurm is None:
-        raise ValueError(f"{topo.file}: no slurm section")
+    assert topo.slurm is not None  # written only with a slurm section
     values = _values(topo, where) | _blocks(topo)
     lines: list[str] = []
     for line in TEMPLATE.read_text(encoding="utf-8").splitlines():
@@ -369,13 +356,8 @@ def reference_endpoint(topo: Topology) -> str | None:
 
 def notebook_parameters(topo: Topology) -> dict[str, Any]:
     """The live parameters the notebooks read: endpoint, GPU counts, model ids."""
-    out = {
-        "endpoint": topo.bench.endpoint,
-        "num_gpus": topo.bench.num_gpus,
-        "gpus_per_node": topo.bench.gpus_per_node,
-        "model": topo.model.hf_id,
-        "catalog_model": topo.model.catalog_id,
-    }
+    m = topo.model  # the bench section, then the model's ids
+    out = topo.bench.model_dump() | {"model": m.hf_id, "catalog_model": m.catalog_id}
     for role in ("prefill", "decode") if topo.disaggregated else ():
         out[f"{role}_gpus"] = sum(topo.workers[n].gpus for n in topo.role_workers(role))
     return out
@@ -391,8 +373,8 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
 
     reg = load_claims()
     decode = [topo.workers[n] for n in topo.role_workers("decode") or list(topo.workers)]
-    prefill = topo.role_workers("prefill") or list(topo.workers)
-    prefill_gpus = sum(topo.workers[n].gpus for n in prefill)
+    ranks = sum(w.gpus for w in decode)  # the decode pool's ranks (GPUs)
+    prefill_gpus = sum(topo.workers[n].gpus for n in topo.role_workers("prefill") or topo.workers)
     ctx = reg.get("context-latency.delta").scope.context_tokens
     prefix = reg.get("prefill-gain.gain").scope.context_tokens
     # catalog ids only where the topology has them (a test model on CPU nodes has neither)
@@ -404,37 +386,29 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
     su_ids = {**ids, "gpu_id": catalogs.as_gpu(su_hw).id} if "gpu_id" in ids and su_hw else ids
     # the claim counts the rack's GPUs; CPU nodes have no rack: the deployment's engine ranks
     rack_gpus = topo.system_gpus if topo.system_gpus is not None else topo.total_gpus
-    url = topo.bench.endpoint
-    ref = reference_endpoint(topo)
+    url, ref = topo.bench.endpoint, reference_endpoint(topo)  # behind the router; the reference
     ref_gpus = topo.workers[topo.reference_worker() or ""].gpus if ref else None
     lengths = sorted({ctx.low, 2 * ctx.low, 4 * ctx.low, ctx.high}) if ctx else [128_000]
     # requests in flight: STREAMS_PER_RANK sequences on every decode rank
-    streams = STREAMS_PER_RANK * sum(w.gpus for w in decode)
+    streams = STREAMS_PER_RANK * ranks
     span = reg.get("decode-parity.gap").scope.batch_sizes  # per decode rank: powers of 2
     batches = [8, 16, 32, 64, 128, 256]
     if span:
         batches = [2**k for k in range(int(span.low).bit_length() - 1, int(span.high).bit_length())]
+    rack = {"endpoints": [url], "replicas": [1], "gpus_per_replica": rack_gpus}
+    rack = {**rack, "concurrency": streams}
+    if ref:  # the trace the rerun card records
+        rack = {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x"}
     files = {
         "decode-parity": {
             "endpoint": url,
             "batch_sizes": batches,
-            "decode_ranks": sum(w.gpus for w in decode),
+            "decode_ranks": ranks,
             "input_len": 1024,
             "output_len": 1024,
             **ids,
         },
-        "rack-scaling": (
-            {"source": "trace", "trace": RACK_TRACE, "reference_config": "1x", **ids, **system_id}
-            if ref
-            else {
-                "endpoints": [url],
-                "replicas": [1],
-                "gpus_per_replica": rack_gpus,
-                "concurrency": streams,
-                **ids,
-                **system_id,
-            }
-        ),
+        "rack-scaling": {**rack, **ids, **system_id},
         "prefill-gain": {
             "endpoint_b": url,
             "prefix_tokens": prefix.high if prefix else 128_000,
@@ -444,7 +418,7 @@ def params_files(topo: Topology) -> dict[str, dict[str, Any]]:
         },
         "eplb-balance": {
             "endpoint": url,
-            "ep_size": sum(w.gpus for w in decode),
+            "ep_size": ranks,
             "redundant": sum(w.num_redundant_experts for w in decode),
             "concurrency": streams,
         },
@@ -487,11 +461,9 @@ def _note(topo: Topology, result: str, values: dict[str, Any]) -> str:
             "the vLLM release\n# before the three prefill changes (the rerun card says which); "
             "pass it with -p endpoint_a URL.\n# endpoint_b: the deployment below.\n"
         )
-    if result == "context-latency" and "weight_gpus" in values:
-        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
-        return reference + layout
     if result in ("context-latency", "single-user"):
-        return reference
+        layout = "# n_gpus, weight_gpus: the reference's layout, as the chapter's model reads it.\n"
+        return reference + layout * ("weight_gpus" in values)
     if result == "eplb-balance":
         return per_rank + "; pass the decode leader's log with -p server_log FILE.\n"
     if ref and values.get("source") == "trace":
@@ -542,7 +514,6 @@ def render_recipes(topo: Topology, where: str = DEFAULT_OUTPUT) -> dict[str, str
         "notebook-parameters.json": json.dumps(notebook_parameters(topo), indent=2) + "\n",
         **{f"params/{r}.yaml": params_yaml(topo, r, v) for r, v in params_files(topo).items()},
     }
-    assert tuple(texts) == RECIPE_FILES
     return {name: text for name, text in texts.items() if text is not None}
 
 
@@ -568,8 +539,7 @@ def cli_recipes(args: argparse.Namespace) -> int:
     out = Path(args.output).absolute() if args.output else DEFAULT_OUTPUT
     fsio.refuse_overlap({"-o": out}, {"--topology": topo_path})  # never replace the input
     topo = load_topology(topo_path)
-    written = write_recipes(topo, out)
-    for p in written:
+    for p in write_recipes(topo, out):
         print(loader.display_path(p))
     of = units(topo, topo.total_gpus)
     of = of if topo.system_gpus is None else f"{topo.total_gpus} of {topo.system_gpus} GPUs"

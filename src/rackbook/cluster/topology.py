@@ -207,8 +207,7 @@ class Topology(_Strict):
 
     def reference_worker(self) -> str | None:
         """The one-node reference worker clients reach directly; None without one."""
-        refs = self.role_workers("reference")
-        return refs[0] if refs else None
+        return next(iter(self.role_workers("reference")), None)
 
     @property
     def routed_gpus(self) -> int:
@@ -266,13 +265,11 @@ def _check_layout(topo: Topology) -> None:
     for role in ("prefill", "decode") if not aggregated else ():
         if not topo.role_workers(role):
             raise InputError(f, "workers", f"no worker with role {role!r}")
-    refs = topo.role_workers("reference")
-    if len(refs) > 1:
+    if len(refs := topo.role_workers("reference")) > 1:
         raise InputError(f, "workers", f"one reference worker at most; got {', '.join(refs)}")
     for field, value in needed.items():
         if aggregated and value is not None:
-            why = "must be null with one aggregated worker (without a router)"
-            raise InputError(f, field, why)
+            raise InputError(f, field, "must be null with one aggregated worker (without a router)")
         if not aggregated and value is None:
             raise InputError(f, field, "needed by prefill/decode workers (disaggregated)")
 
@@ -329,8 +326,7 @@ def _check_bench(topo: Topology) -> None:
 def _check(topo: Topology) -> None:
     """Cross-field and catalog checks pydantic cannot do alone; InputError names the field."""
     f, v, cat = topo.file, topo.vllm, topo.model.catalog_id
-    known = catalogs.list_models()
-    if cat is not None and cat not in known:
+    if cat is not None and cat not in (known := catalogs.list_models()):
         why = f"unknown model {cat!r}; known: {', '.join(known) or '(none)'}"
         raise InputError(f, "model.catalog_id", why)
     need = ".".join(map(str, MIN_VLLM_VERSION))

@@ -65,10 +65,8 @@ def decode_latency(a: Analysis) -> Figure:
     fit = f"fit: {f.slope_per_1k:.2f} ms per 1k tokens (95 % CI {lo:.2f} to {hi:.2f})"
     ys = f.intercept_ms + f.slope_ms_per_token * xs
     ax.plot(xs, ys, "-", color=plotting.PALETTE[3], label=f"{fit}, R² = {f.r2:.2f}")
-    pair = f"pair for the delta: {d.delta_ms:+.2f} ms"
-    ax.plot(
-        [d.lo, d.hi], [d.lo_ms, d.hi_ms], "D", ms=9, mfc="none", label=pair, c=plotting.PALETTE[2]
-    )
+    pair, colour = f"pair for the delta: {d.delta_ms:+.2f} ms", plotting.PALETTE[2]
+    ax.plot([d.lo, d.hi], [d.lo_ms, d.hi_ms], "D", ms=9, mfc="none", label=pair, c=colour)
     ax.set_ylim(bottom=0)
     plotting.legend(ax, below=-0.2)
     return fig
@@ -109,14 +107,9 @@ def implied_latency(a: Analysis) -> Figure:
     """The decode latency at lo (ms) the delta and percent imply, with its rounding range,
     against the least step time of one sequence."""
     im = a.implied
-    fig, ax = plotting.axes(
-        f"decode step at {a.lo:,} tokens (ms, log)",
-        None,
-        "The latency the two figures imply,\nagainst the step floor (modelled)",
-        figsize=(6.4, 2.4),
-        log="x",
-        fmt="g",
-    )
+    x, title = f"decode step at {a.lo:,} tokens (ms, log)", "The latency the two figures imply,"
+    title += "\nagainst the step floor (modelled)"
+    fig, ax = plotting.axes(x, None, title, figsize=(6.4, 2.4), log="x", fmt="g")
     band = f"implied by the claims: {im.low_ms:.2f} to {im.high_ms:.1f} ms"
     ax.axvspan(im.low_ms, im.high_ms, color=plotting.PALETTE[1], alpha=0.3, label=band)
     central = f"100 x {a.growth.claim_ms:g} ms / {a.claim_pct.value:g} % = {im.central_ms:.2f} ms"

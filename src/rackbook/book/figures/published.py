@@ -35,10 +35,8 @@ def _modelled(pts: Any) -> Any:
     from rackbook.inputs.claims import load_figures
 
     modelled = {(f.url, float(f.value)) for f in load_figures().figures if f.modelled}
-    return np.array(
-        [(str(u), float(v)) in modelled for u, v in zip(pts["url"], pts["value"], strict=True)],
-        dtype=bool,
-    )
+    pairs = zip(pts["url"].astype(str), pts["value"].astype(float), strict=True)
+    return np.array([p in modelled for p in pairs], dtype=bool)
 
 
 def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
@@ -50,11 +48,8 @@ def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
     for p in comparability.PLAUSIBLE.get(claim_id, ()):
         scale = float(getattr(p, "scale", 1.0))
         if scale != 1.0 and scale not in out:
-            how = (
-                str(getattr(p, "conversion", "") or "rescaled")
-                .replace("the figure ", "")
-                .replace(", divided by its ", " / ")
-            )
+            how = str(getattr(p, "conversion", "") or "rescaled").replace("the figure ", "")
+            how = how.replace(", divided by its ", " / ")
             v = value * scale
             out[scale] = (f"{how}: {v:,.0f}" if v >= 100 else f"{how}: {v:.3g}", v)
     return list(out.values())
@@ -97,25 +92,20 @@ def claim_vs_published(result: str) -> Figure:
         readings = _scaled_readings(_cid, claim)
         for text, v in readings:  # the figure on another basis the chapter reads it on
             ax.axvline(v, color=plotting.PALETTE[3], lw=2, ls="--", label=text)
-        span = np.concatenate(
-            [vals, [claim] if math.isfinite(claim) else [], [v for _, v in readings]]
-        )
-        span = span[span > 0]
-        if len(span) and span.max() / span.min() > 10:
+        span = [v for v in (*vals, claim, *(v for _, v in readings)) if v > 0]  # NaN: none
+        if span and max(span) / min(span) > 10:
             ax.set_xscale("log")
             # ticks at 1, 2 and 5 per decade over up to two decades, else one: never overlapping
-            decades = math.log10(span.max() / span.min())
+            decades = math.log10(max(span) / min(span))
             subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=subs))
-            ax.xaxis.set_major_formatter(
-                FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
-            )
+            big = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
+            ax.xaxis.set_major_formatter(big)
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks([])
         ax.set_ylim(-0.6, 0.6)
-        unit = str(head["unit"]) if head["unit"] not in ("1", "") else "ratio"
-        unit = unit.replace("$/", "USD per ").replace("$", "USD ")
-        unit = "ratio (x)" if unit == "x" else unit
+        unit = str(head["unit"]).replace("$/", "USD per ").replace("$", "USD ")
+        unit = {"1": "ratio", "": "ratio", "x": "ratio (x)"}.get(unit, unit)
         shown = str(head["as_published"]).replace("$", "USD ")
         ax.set_xlabel(f"{unit} (line: the claim's {shown})")
         ax.grid(axis="y", visible=False)

@@ -47,10 +47,8 @@ def token_kinds(a: Analysis) -> Figure:
     ax.bar(x, new_g, width=0.5, bottom=out_g, color=plotting.PALETTE[1], label=new_label)
     top = out_g + new_g
     ax.bar(x, cac_g, width=0.5, bottom=top, color=plotting.PALETTE[2], label="cached input")
-    ax.set_xticks(
-        x,
-        [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc["config"], acc["num_gpus"], strict=True)],
-    )
+    names = [f"{c}\n{plural(int(g), u)}" for c, g in zip(acc.config, acc.num_gpus, strict=True)]
+    ax.set_xticks(x, names)
     ax.yaxis.set_major_formatter(_THOUSANDS)
     ax.set_ylim(0, 1.3 * float((top + cac_g).max()))  # room for the legend
     ax.legend(loc="upper right", ncol=1)  # inside: never over the axis label
@@ -75,17 +73,10 @@ def scaling(a: Analysis) -> Figure:
             if r.config == a.params.reference_config
             else f"{r.config}: {r.speedup:.2f}x, efficiency {r.efficiency:.0%}"
         )
-        plotting.note(  # clear of the others' labels and of the line
-            ax,
-            text,
-            (r.num_gpus, r.tok_s),
-            (8, 14) if last else (0, -20),  # the last above its point: no overlap
-            ha="right" if last else "center",
-            va="bottom" if last else "top",
-            bbox=_BOX,
-        )
-    ax.set_xlim(0, gmax + 0.5)
-    ax.set_ylim(0, None)
+        # clear of the others' labels and of the line: the last above its point, no overlap
+        off, where = ((8, 14), ("right", "bottom")) if last else ((0, -20), ("center", "top"))
+        plotting.note(ax, text, (r.num_gpus, r.tok_s), off, ha=where[0], va=where[1], bbox=_BOX)
+    ax.set(xlim=(0, gmax + 0.5), ylim=(0, None))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_THOUSANDS)
     ax.legend(loc="upper left")
@@ -124,8 +115,7 @@ def readings(a: Analysis) -> Figure:
     ax.set_yticks(y, [READING_LABELS.get(r, r) for r in rd["reading"]])
     lo = min(rd["computed_tok_s_per_gpu"].min(), a.ceilings["tok_s_per_gpu"].min())
     hi = max(rd["computed_tok_s_per_gpu"].max(), a.ceilings["tok_s_per_gpu"].max())
-    ax.set_xlim(lo / 2, hi * 2)
-    ax.set_ylim(-0.5, len(rd) - 0.1)
+    ax.set(xlim=(lo / 2, hi * 2), ylim=(-0.5, len(rd) - 0.1))
     ax.grid(axis="y", visible=False)
     plotting.legend(ax, below=-0.18)
     return fig
@@ -187,8 +177,7 @@ def revenue(a: Analysis) -> Figure:
     names = [f"{r.reading}\n({r.tok_s_per_gpu:,.0f} tok/s per GPU)" for r in rv.itertuples()]
     ax.set_yticks(y, names)
     lo = min(rv["revenue_all_cached"].min(), a.rental.usd_per_gpu_hour)
-    ax.set_xlim(lo / 2, rv["revenue_all_uncached"].max() * 3)
-    ax.set_ylim(-0.6, len(rv) - 0.4)
+    ax.set(xlim=(lo / 2, rv["revenue_all_uncached"].max() * 3), ylim=(-0.6, len(rv) - 0.4))
     ax.grid(axis="y", visible=False)
     plotting.legend(ax, below=-0.18)
     return fig

@@ -65,13 +65,9 @@ def claim_vs_floor(a: Analysis) -> Figure:
 def step_budget(a: Analysis) -> Figure:
     """The step time the claim implies (ms): the bandwidth floor and what is left, per mode."""
     fl = a.floor
-    fig, ax = plotting.axes(
-        "time of one decode step the claim implies (ms)",
-        "decode mode (tokens per step)",
-        "Where the claimed step time goes (modelled)",
-        figsize=(6.4, 3.6),
-        layout="constrained",
-    )
+    xl, yl = "time of one decode step the claim implies (ms)", "decode mode (tokens per step)"
+    title = "Where the claimed step time goes (modelled)"
+    fig, ax = plotting.axes(xl, yl, title, figsize=(6.4, 3.6), layout="constrained")
     y = np.arange(len(fl))
     ax.barh(y, fl["floor_step_ms"], color=plotting.PALETTE[2], label="streaming the bytes (floor)")
     left = fl["claim_step_ms"] - fl["floor_step_ms"]
