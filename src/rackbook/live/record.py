@@ -22,6 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from rackbook import STOP_SIGNALS
 from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, validity
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError, Terminated
@@ -328,35 +330,23 @@ class Recorder:
         shards = max(pt.shards for pt in todo)
         pool = bench.ShardPool(shards, self.raw) if shards > 1 else None
         live = _Live(urls, bench.BenchClient(self.raw / "bench.log"), pool)
-        bar = None
         t_wall0 = time.monotonic()
         try:
-            if urls:
-                eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
-                eng["import_s"] = live.client.preload()
-                if pool is None:
-                    eng["presample_s"] = self._presample(todo, live)
-            else:
-                self._start_servers(phase, todo, eng, live)
+            self._start_servers(phase, todo, eng, live)
             if pool is not None:
                 eng["shard_import_s"] = pool.wait_ready()
             t_up = time.monotonic()
-            windows = 0.0
             if sc.warmup:
                 self._warmup(phase, todo, live)
                 eng["warmup_s"] = time.monotonic() - t_up
-            bar = self._bar(f"{sc.name} {phase.label}", len(todo))
-            for pt in todo:
-                for attempt in range(1, MAX_ATTEMPTS + 1):
-                    windows += self.run_point(phase, pt, live)
-                    reason = self.point_refusal(phase, pt)
-                    if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
-                        break
-                bar.update(1)
+
+            def once(pt: PlanPoint) -> tuple[float, str, list[str], str, str | None]:
+                window = self.run_point(phase, pt, live)
+                return window, pt.point_id, pt.raw_names(), "serve", self.point_refusal(phase, pt)
+
+            windows = self._sweep(f"{sc.name} {phase.label}", todo, once)
             eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
-            if bar is not None:  # on every way out, so that an error line starts a line
-                bar.close()
             live.client.forget_samples()
             if pool is not None:
                 pool.close()
@@ -367,13 +357,27 @@ class Recorder:
                     eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
             self._save_info()
 
+    def _sweep(self, desc: str, todo: list[Any], once: Callable[[Any], Any]) -> float:
+        """Each point of ``todo`` run (``once``: window s, id, raw names, folder, refusal) until
+        :meth:`judge` keeps it; the measured windows' sum (s). The bar closes on every way out."""
+        windows = 0.0
+        with self._bar(desc, len(todo)) as bar:
+            for item in todo:
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    window, pid, names, folder, reason = once(item)
+                    windows += window
+                    if self.judge(pid, attempt, reason, names, folder):
+                        break
+                bar.update(1)
+        return windows
+
     def _start_servers(
         self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
     ) -> None:
-        """Start the servers (into ``live.servers``: the caller stops them), wait until healthy."""
-        servers = live.servers
+        """Start the servers unless attached (into ``live.servers``: the caller stops them), the
+        client's import and prompts meanwhile, then wait until healthy."""
         with server_mod.deferred_signals():
-            for k in range(phase.servers):
+            for k in range(0 if live.urls else phase.servers):
                 srv = VllmServer(
                     self.sc.model,
                     [*phase.serve_args, *self.serve_extra],
@@ -381,20 +385,20 @@ class Recorder:
                     cpus=self._engine_cpus(k, phase.servers),
                     front_cpus=self.cpu_layout.front,
                 )
-                servers.append(srv)
+                live.servers.append(srv)
                 srv.start()
                 self.commands.append(srv.command)
-            live.urls = [s.base_url for s in servers]
+            live.urls = live.urls or [s.base_url for s in live.servers]
             eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
             if live.pool is None:  # the points' prompts too (sampling is client work)
                 eng["presample_s"] = self._presample(todo, live)
-            for srv in servers:
+            for srv in live.servers:
                 srv.wait_healthy()
         eng["servers"] = [
             srv.info()
             | {"started_by_recorder": True, "processes_at_start": len(group_members(srv.pgid or 0))}
-            for srv in servers
-        ]
+            for srv in live.servers
+        ] or [{"url": u, "started_by_recorder": False} for u in live.urls]
         self._save_info()  # the servers' pgids are on disk while they run
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
@@ -512,32 +516,30 @@ class Recorder:
         """Record attempt ``attempt`` (1-based; ``reason`` None: passed): True kept, False run
         again (raw to ``rejected/``); :class:`InputError` when refused."""
         action = decide(reason, attempt, self.accept_invalid)
-        v = self.info["validity"].get(point_id) if attempt > 1 else None
-        v = self.info["validity"][point_id] = v or {"attempts": []}
+        info, kept = self.info, action in ("keep", "accept")
+        v = info["validity"].get(point_id) if attempt > 1 else None
+        v = info["validity"][point_id] = v or {"attempts": []}
         v["attempts"].append({"attempt": attempt, "flagged": reason})
         v["outcome"] = action
-        if action == "accept" and point_id not in self.info["accepted_invalid"]:
-            self.info["accepted_invalid"].append(point_id)
-        if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
-            self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
+        for key, add in (("accepted_invalid", action == "accept"), ("points_kept", kept)):
+            if add and point_id not in info[key]:
+                info[key].append(point_id)
+        if not kept:  # never kept as done: --resume runs it again
+            info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             with contextlib.suppress(ValueError):
-                self.info["points_kept"].remove(point_id)
+                info["points_kept"].remove(point_id)
             self._set_aside(folder, names, "rejected", attempt)
         self._save_info()
-        if action == "rerun":
-            _say(f"{point_id}: {reason}; running the point once more")
-            return False
         if action == "refuse":
             why = f"refused after {attempt} attempts: {reason} (record.json validity; "
             why += "--accept-invalid keeps such points)"
             raise InputError(self.raw / "record.json", point_id, why)
-        if action == "accept":
-            _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
-        if point_id not in self.info["points_kept"]:
-            self.info["points_kept"].append(point_id)
-            self._save_info()
-        hold_after(point_id)
-        return True
+        if action != "keep":
+            then = "kept although flagged (--accept-invalid)" if kept else "running it once more"
+            _say(f"{point_id}: {reason}; {then}")
+        if kept:
+            hold_after(point_id)
+        return kept
 
     def _set_aside(self, folder: str, names: list[str], to: str, tag: int) -> list[str]:
         """Move raw results ``folder/NAME`` to ``to/STEM.TAG.SUFFIX``; the names they now have."""
@@ -606,20 +608,14 @@ class Recorder:
         t_ready = time.monotonic()
         eng["init_s"] = engine.init_s
         self.commands.append(cfg.equivalent_command())
-        windows = 0.0
-        bar = self._bar("vllm-offline", len(todo))
-        for b in todo:
+
+        def once(b: int) -> tuple[float, str, list[str], str, str | None]:
             pid = sc.point_id("offline", b)
-            for attempt in range(1, MAX_ATTEMPTS + 1):
-                doc = engine.run_batch(
-                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
-                )
-                doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
-                fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
-                windows += doc["measured_s"]
-                reason = validity.refusal(self._offline_frame(b), pid)
-                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
-                    break
+            doc = engine.run_batch(
+                b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
+            )
+            doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
+            fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
             self.info["points"][pid] = {
                 "engine": "vllm-offline",
                 "batch_size": b,
@@ -630,12 +626,11 @@ class Recorder:
                 "duration_s": doc["duration"],
                 **{k: doc[k] for k in ("prefill_walls_s", "warmup_s", "output_throughput")},
             }
-            self._save_info()
-            bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
-            bar.update(1)
-        bar.close()
+            reason = validity.refusal(self._offline_frame(b), pid)
+            return doc["measured_s"], pid, [f"b{b}.json"], "offline", reason
+
+        windows = self._sweep("vllm-offline", todo, once)
         eng.update(duty_cycle(windows, t_ready, t_wall0))  # saved by run()
-        del engine
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -1049,10 +1044,11 @@ def main(args: argparse.Namespace) -> int:
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    held = {}
+    held = {}  # live.server's handler: the stops other than Ctrl-C raise SystemExit, which
+    # asyncio (vLLM's bench client runs here) re-raises quietly (another exception: a traceback)
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        held = {s: signal.signal(s, _terminated) for s in STOPS}
-    try:  # once a server starts, live.server's handlers
+        held = {s: signal.signal(s, server_mod.on_signal) for s in STOP_SIGNALS[1:]}
+    try:
         out = record(args)
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
@@ -1068,14 +1064,3 @@ def main(args: argparse.Namespace) -> int:
             signal.signal(s, handler)
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
-
-
-#: The stops other than Ctrl-C, raised as SystemExit while recording: asyncio (vLLM's bench
-#: client runs in this process) re-raises SystemExit quietly, but logs any other exception
-#: raised in a socket write with its traceback.
-STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-def _terminated(signum: int, _frame: object) -> None:
-    server_mod.RECEIVED.append(signum)
-    raise SystemExit(128 + signum)

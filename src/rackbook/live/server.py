@@ -270,25 +270,23 @@ def deferred_signals() -> Iterator[None]:
 
 
 def act_on_signal(force: bool = False) -> None:
-    """After a signal: stop all servers, raise KeyboardInterrupt or SystemExit (``force``)."""
-    if RECEIVED and (force or not _DEFERRED):
-        _stop_and_raise(RECEIVED[0])
-
-
-def _stop_and_raise(signum: int) -> None:
+    """After a signal (``force``: in a deferred block too): stop all servers, then raise
+    KeyboardInterrupt (SIGINT) or SystemExit."""
+    if not RECEIVED or (_DEFERRED and not force):
+        return
     # a second Ctrl-C must not cut the stop short (it would skip the SIGKILL escalation)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop_all()
-    if signum == signal.SIGINT:
+    if RECEIVED[0] == signal.SIGINT:
         raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
+    raise SystemExit(128 + RECEIVED[0])
 
 
-def _on_signal(signum: int, _frame: object) -> None:
+def on_signal(signum: int, _frame: object) -> None:
+    """The stop signals' handler: recorded, acted on now or (start-up) at a safe point."""
     RECEIVED.append(signum)
-    if not _DEFERRED:  # start-up: acted on by the wait loop (deferred_signals)
-        _stop_and_raise(signum)
+    act_on_signal()
 
 
 def install_signal_handlers() -> None:
@@ -296,8 +294,8 @@ def install_signal_handlers() -> None:
     global _HANDLERS_INSTALLED
     if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     atexit.register(stop_all)
     _HANDLERS_INSTALLED = True
 
