@@ -5,6 +5,7 @@ or torch: ``rackbook record`` re-executes itself there; :func:`record_trace` run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import shlex
@@ -68,37 +69,22 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
             rc = proc.wait()
         except KeyboardInterrupt:
             proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-            while True:  # returning before it stops could orphan its servers
-                try:
+            while proc.returncode is None:  # returning before it stops could orphan its servers
+                with contextlib.suppress(KeyboardInterrupt):
                     proc.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue
             raise
         out.seek(0)
-        return (
-            rc,
-            out.read().decode("utf-8", "replace").splitlines(),
-            tail.decode("utf-8", "replace"),
-        )
+        lines = out.read().decode("utf-8", "replace").splitlines()
+        return rc, lines, tail.decode("utf-8", "replace")
 
 
-def record_trace(
-    scenario: str,
-    *,
-    output: str | Path,
-    endpoints: Iterable[str] = (),
-    serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    resume: bool = False,
-) -> Path:
-    """Record ``scenario`` into ``output`` with real vLLM in .venv-live; the trace's path. Its
-    one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
+def record_trace(scenario: str, *, output: str | Path, **options: Any) -> Path:
+    """Record ``scenario`` into ``output`` with real vLLM in .venv-live (``options``: those of
+    :func:`recorder_argv`); the trace's path. Its one-line error becomes an :class:`InputError`;
+    no ``endpoints``: servers on 127.0.0.1."""
     _check_venv()
     out = resolve(output)
-    argv = recorder_argv(
-        scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
-    )
+    argv = recorder_argv(scenario, output=out, **options)
     rc, lines, err = _run([str(live_python()), *_CHILD, "record", *argv])
     if rc == 0:
         return Path(lines[-1]) if lines else out

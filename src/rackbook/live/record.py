@@ -74,7 +74,11 @@ METRICS_KEPT = tuple(
     time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
     request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
 )
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
+_SAMPLE = re.compile(
+    r"^(vllm:(?:KEPT)[a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$".replace(
+        "KEPT", "|".join(METRICS_KEPT)
+    )
+)
 
 
 class Sample(NamedTuple):
@@ -88,19 +92,11 @@ class Sample(NamedTuple):
 def parse_metrics(text: str) -> list[Sample]:
     """Samples of :data:`METRICS_KEPT` in ``text``; bad lines, NaN, buckets skipped."""
     out = []
-    for line in text.splitlines():
-        m = _SAMPLE.match(line.strip())
-        if not m or line.startswith("#"):
-            continue
-        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        short = name.removeprefix("vllm:")
-        if short == name or name.endswith(("_created", "_bucket")):
-            continue
-        if not short.startswith(METRICS_KEPT):
-            continue
+    for m in filter(None, (_SAMPLE.match(line.strip()) for line in text.splitlines())):
+        name, labels, value = m.groups()
         with contextlib.suppress(ValueError):
-            if not math.isnan(v := float(value)):
-                out.append(Sample(name, labels, v))
+            if not name.endswith(("_created", "_bucket")) and not math.isnan(v := float(value)):
+                out.append(Sample(name, labels or "", v))
     return out
 
 
@@ -563,24 +559,14 @@ class Recorder:
     ) -> NoReturn:
         moved = self._set_aside("serve", pt.raw_names(), "failed", len(self.info["failures"]))
         proc = dead[0].proc if dead else None
-        reason = self.redact(
-            f"server died (exit code {proc.returncode})"
-            if proc is not None
-            else error or "every request failed"
-        )
+        said = f"server died (exit code {proc.returncode})" if proc else error
+        reason = self.redact(said or "every request failed")
+        tails = {s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers}
         self.info["failures"].append(
-            {
-                "point_id": pt.point_id,
-                "time": _now(),
-                "reason": reason,
-                "requests_completed": completed,
-                "requests_failed": failed,
-                "requests_planned": pt.num_prompts * pt.shards,
-                "raw": moved,
-                "server_log_tail": {
-                    s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers
-                },
-            }
+            {"point_id": pt.point_id, "time": _now(), "reason": reason}
+            | {"requests_completed": completed, "requests_failed": failed}
+            | {"requests_planned": pt.num_prompts * pt.shards, "raw": moved}
+            | {"server_log_tail": tails}
         )
         self._save_info()
         why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
@@ -839,45 +825,40 @@ class Recorder:
         """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
         sc = self.sc
         assert isinstance(sc, EplbBalance)
-        tables: dict[str, Any] = {}
-        kind, generator, notes = "recorded", None, ""
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
         df = expert_load.parse_eplb_log(log)
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
         empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
-        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
+        tables: dict[str, Any] = {"eplb_log": df[cols].copy() if len(df) else pd.DataFrame(empty)}
         self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
-        if not len(df):
-            notes += (
-                f" The server log {log.name} has no 'EPLB step:' lines: the server did not run "
-                "EPLB (vLLM on CPU refuses --enable-eplb)."
-            )
-        if sc.expert_load:
-            dump = Path(sc.expert_load)
-            el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
-            if "window" in el.columns:
-                el = el[["window", "layer", "expert", "tokens"]]
-            else:
-                arr = np.asarray(expert_load.read_loads(dump), dtype=float)
-                layer, expert = np.indices(arr.shape)
-                flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
-                el = pd.DataFrame({"window": 0, **flat})
-            tables["expert_load"] = el
-            src_run = dump.parent / "run.json"
-            src = json.loads(src_run.read_text()) if src_run.exists() else {}
-            self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
-            if src.get("kind") == "synthetic":  # loads made by a generator: say so
-                kind, generator = "synthetic", src.get("generator")
-                notes += (
-                    f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
-                    f"{(generator or {}).get('name')}, seed {(generator or {}).get('seed')}); "
-                    "requests and server counters are measured."
-                )
-            else:
-                notes += f" expert_load copied from the dump {dump}."
-        return kind, generator, notes, tables
+        no_steps = f" The server log {log.name} has no 'EPLB step:' lines: the server did not run"
+        notes = "" if len(df) else no_steps + " EPLB (vLLM on CPU refuses --enable-eplb)."
+        if not sc.expert_load:
+            return "recorded", None, notes, tables
+        dump = Path(sc.expert_load)
+        el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
+        if "window" in el.columns:
+            el = el[["window", "layer", "expert", "tokens"]]
+        else:
+            arr = np.asarray(expert_load.read_loads(dump), dtype=float)
+            layer, expert = np.indices(arr.shape)
+            flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
+            el = pd.DataFrame({"window": 0, **flat})
+        tables["expert_load"] = el
+        src_run = dump.parent / "run.json"
+        src = json.loads(src_run.read_text()) if src_run.exists() else {}
+        self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
+        if src.get("kind") != "synthetic":
+            return "recorded", None, f"{notes} expert_load copied from the dump {dump}.", tables
+        gen = src.get("generator") or {}  # loads made by a generator: say so
+        notes += (
+            f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
+            f"{gen.get('name')}, seed {gen.get('seed')}); requests and server counters are "
+            "measured."
+        )
+        return "synthetic", src.get("generator"), notes, tables
 
 
 #: ``=1`` acts as --accept-invalid (for harness checks whose notebook path cannot pass the flag).
