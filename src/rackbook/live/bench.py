@@ -1,5 +1,7 @@
-"""``vllm bench serve`` in-process: its client imported once (about 9 s), then vLLM's own parser
-and ``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS`` writes."""
+"""The clients: ``vllm bench serve`` in-process (imported once, about 9 s; vLLM's own parser and
+``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS`` writes), its shard
+processes, and a fixed-batch offline engine (``vllm.LLM`` here, :data:`OFFLINE_NOTE`) whose raw
+JSON has ``--save-detailed``'s keys."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import os
 import shlex
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from rackbook.errors import InputError
 from rackbook.live.envfile import Redactor, api_key
@@ -219,3 +224,150 @@ class ShardPool:
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=5)
+
+
+#: Token ids of random prompts: [LOW_ID, HIGH_ID), above the tiny model's special tokens.
+LOW_ID, HIGH_ID = 2, 10_000
+
+OFFLINE_NOTE = (
+    "fixed-batch offline engine (vllm.LLM's engine), prompts_per_batch rounds per batch size: "
+    "each round adds exactly B requests at once and steps the engine until all finish (the "
+    "loop of LLM.generate); all requests of a round share its start time; token times are "
+    "when step() returned them to the recording process; duration = sum of the rounds' "
+    "wall times; prefill_walls_s = wall time of a separate max_tokens=1 generate per round"
+)
+
+
+@dataclass(frozen=True)
+class OfflineConfig:
+    """Engine arguments of ``vllm.LLM`` (same meaning as the ``vllm serve`` flags)."""
+
+    model: str
+    dtype: str = "bfloat16"
+    max_model_len: int = 256
+    max_num_seqs: int = 256
+    enforce_eager: bool = True
+    load_format: str = "dummy"
+    seed: int = 0
+    served_model_name: str | None = None
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v or k != "served_model_name"}
+
+    def equivalent_command(self) -> str:
+        """The Python call that builds the engine, for run.json."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.llm_kwargs().items())
+        return f'VLLM_ENABLE_V1_MULTIPROCESSING=0 python -c "import vllm; vllm.LLM({args})"'
+
+
+def random_prompts(batch: int, input_len: int, seed: int) -> list[list[int]]:
+    """``batch`` prompts of ``input_len`` token ids, uniform on [LOW_ID, HIGH_ID), seeded."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(LOW_ID, HIGH_ID, size=(batch, input_len)).tolist()
+
+
+class OfflineEngine:
+    """``vllm.LLM`` built once; :meth:`run_batch` times one batch size."""
+
+    def __init__(self, cfg: OfflineConfig) -> None:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm import LLM
+
+        self.cfg = cfg
+        t0 = time.monotonic()
+        self.llm = LLM(**cfg.llm_kwargs())
+        self.init_s = time.monotonic() - t0
+        self._calls = 0
+
+    def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
+        """``LLM.generate``'s loop, each token timed when ``step()`` returns it: wall start
+        (epoch s), total s, and per request lengths, first-token, finish and gap seconds."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        sp = SamplingParams(max_tokens=max_tokens, ignore_eos=True, temperature=0.0)
+        self._calls += 1
+        ids = [f"rb{self._calls}-{i}" for i in range(len(prompts))]
+        arrivals: dict[str, list[float]] = {i: [] for i in ids}
+        done: dict[str, float] = {}
+        t_start = time.time()
+        t0 = time.perf_counter()
+        for rid, p in zip(ids, prompts, strict=True):
+            engine.add_request(rid, TokensPrompt(prompt_token_ids=p), sp)
+        while engine.has_unfinished_requests():
+            outs = engine.step()
+            now = time.perf_counter() - t0
+            for o in outs:
+                if (got := arrivals.get(o.request_id)) is not None:
+                    got.extend([now] * (len(o.outputs[0].token_ids) - len(got)))
+                    if o.finished:
+                        done[o.request_id] = now
+        total = time.perf_counter() - t0
+        if missing := [i for i in ids if i not in done]:
+            raise RuntimeError(f"offline engine: {len(missing)} requests did not finish")
+        return {
+            "start": t_start,
+            "seconds": total,
+            "prompt_lens": [len(p) for p in prompts],
+            "output_lens": [len(arrivals[i]) for i in ids],
+            "ttfts": [arrivals[i][0] if arrivals[i] else done[i] for i in ids],
+            "latencies": [done[i] for i in ids],
+            "itls": [[float(x) for x in np.diff(arrivals[i])] for i in ids],
+        }
+
+    def run_batch(
+        self,
+        batch: int,
+        input_len: int,
+        output_len: int,
+        repeats: int = 1,
+        seed: int = 0,
+        warmup: bool = True,
+    ) -> dict[str, Any]:
+        """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
+        call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
+        base = seed * 1_000_000 + batch * 1000
+        prompts = [random_prompts(batch, input_len, base + j) for j in range(2 * repeats + 1)]
+        warm_s = self._timed_batch(prompts[0], 2)["seconds"] if warmup else 0.0
+        walls = [  # per round: (prefill call, decode call), in this order
+            (self._timed_batch(prompts[2 * k + 1], 1)["seconds"], self._timed_batch(p, output_len))
+            for k, p in enumerate(prompts[2::2])
+        ]
+        prefill_walls, rounds = [w for w, _ in walls], [r for _, r in walls]
+
+        def joined(key: str) -> list[Any]:
+            return [x for r in rounds for x in r[key]]
+
+        in_lens, out_lens = joined("prompt_lens"), joined("output_lens")
+        decode_walls = [r["seconds"] for r in rounds]
+        n = batch * repeats
+        duration = float(sum(decode_walls))
+        return {
+            "format": "rackbook-offline-fixed-batch/3",
+            "note": OFFLINE_NOTE,
+            "backend": "vllm-offline",
+            "engine_args": self.cfg.llm_kwargs(),
+            "batch_size": batch,
+            "repeats": repeats,
+            "input_len": input_len,
+            "output_len": output_len,
+            "seed": seed,
+            "warmup_s": warm_s,
+            "prefill_walls_s": prefill_walls,
+            "decode_walls_s": decode_walls,
+            "duration": duration,
+            "completed": n,
+            "failed": 0,
+            "total_input_tokens": int(sum(in_lens)),
+            "total_output_tokens": int(sum(out_lens)),
+            "output_throughput": float(sum(out_lens)) / duration,
+            "input_lens": in_lens,
+            "output_lens": out_lens,
+            "ttfts": joined("ttfts"),
+            "latencies": joined("latencies"),
+            "start_times": [r["start"] for r in rounds for _ in range(batch)],
+            "itls": joined("itls"),
+            "errors": [""] * n,
+            "measured_s": float(sum(prefill_walls) + duration),
+        }

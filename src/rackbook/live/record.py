@@ -47,8 +47,6 @@ from rackbook.inputs.scenarios import (
 from rackbook.live import bench, cpus
 from rackbook.live import server as server_mod
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
-from rackbook.live.offline import NOTE as OFFLINE_NOTE
-from rackbook.live.offline import OfflineConfig, OfflineEngine
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
@@ -580,17 +578,20 @@ class Recorder:
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
         keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
-        cfg, mine = OfflineConfig(**{k: getattr(sc, k) for k in keys}), os.sched_getaffinity(0)
+        cfg, mine = (
+            bench.OfflineConfig(**{k: getattr(sc, k) for k in keys}),
+            os.sched_getaffinity(0),
+        )
         eng: dict[str, Any] = {
             "command": cfg.equivalent_command(),
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
-            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(mine)})",
+            "cpu_layout": f"unpinned (recorder's cpus {mine})",
         }
         self.info["engines"]["vllm-offline"] = eng
         if not todo:
             return
         t_wall0 = time.monotonic()
-        engine = OfflineEngine(cfg)
+        engine = bench.OfflineEngine(cfg)
         t_ready = time.monotonic()
         eng["init_s"] = engine.init_s
         self.commands.append(cfg.equivalent_command())
@@ -771,7 +772,7 @@ class Recorder:
                 "starves them and tokens reach the client in bursts). "
             )
         if isinstance(sc, DecodeParity):
-            notes += "Offline rows: " + OFFLINE_NOTE
+            notes += "Offline rows: " + bench.OFFLINE_NOTE
         return (notes + notes_extra).strip()
 
     def _engine(self) -> dict[str, Any]:
