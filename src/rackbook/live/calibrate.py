@@ -90,24 +90,20 @@ DENSE_N = (8192, 16384)
 def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
     """The kernels to time: CUDA the reference's sizes (``quick`` fewer); CPU small, FP32."""
     h, i, ihd = shapes["hidden_size"], shapes["moe_intermediate_size"], shapes["index_head_dim"]
-    cases: list[Case] = []
     if device == "cuda":
-        main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
-        hbm = [8 << 30]
+        main, gemm_dtypes, hbm = "bf16", ["bf16"] + (["fp8"] if fp8 else []), 8 << 30
         dense = {d: [8192] if quick else list(DENSE_N) for d in gemm_dtypes}
         tokens = {d: [1, 128, 4096] if quick else list(EXPERT_TOKENS) for d in gemm_dtypes}
         keys = [SCAN_KEYS[0], SCAN_KEYS[-1]] if quick else list(SCAN_KEYS)
         pools = list(POOL_ROWS)
     else:
-        main = "fp32"
-        hbm = [64 << 20]
+        main, hbm = "fp32", 64 << 20
         dense = {"fp32": [256, 512], "bf16": [128]} | ({"fp8": [128]} if fp8 else {})
         tokens = {"fp32": [1, 16] if quick else [1, 4, 16]}
         keys = [16384] if quick else [16384, 65536]
         pools = [16384] if quick else [16384, 65536]
     w = WIDTH[main]
-    for n in hbm:
-        cases += [Case("hbm_read", main, n, n, None), Case("hbm_copy", main, n, 2 * n, None)]
+    cases = [Case("hbm_read", main, hbm, hbm, None), Case("hbm_copy", main, hbm, 2 * hbm, None)]
     cases += [Case("dense_gemm", d, n, None, 2.0 * n**3) for d, ns in dense.items() for n in ns]
     cases += [
         Case("expert_gemm", d, m, 3 * h * i * WIDTH[d], 2.0 * m * h * 3 * i)
@@ -227,9 +223,8 @@ class Bench:
                 x.normal_(generator=self.gen)
                 cache.update(hbm_n=n, x=x, y=t.empty_like(x))
             x, y = cache["x"], cache["y"]
-            if fam == "hbm_read":
-                return self.timer(lambda: x.sum(dtype=t.float32))
-            return self.timer(lambda: y.copy_(x))
+            read, copy = (lambda: x.sum(dtype=t.float32)), (lambda: y.copy_(x))
+            return self.timer(read if fam == "hbm_read" else copy)
         cache.clear()
         if fam == "dense_gemm":
             a, b = self.randn(n, n, dtype=dtype), self.randn(n, n, dtype=dtype)
@@ -242,11 +237,9 @@ class Bench:
             dim = self.shapes["index_head_dim"]
             keys, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
             w = self.randn(heads, 1, dtype=dtype)
-
-            def scan() -> Any:
-                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK)
-
-            return self.timer(self.graphed(scan))
+            return self.timer(
+                self.graphed(lambda: t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK))
+            )
         if fam == "sparse_attention":
             dim = self.shapes["head_dim"]
             pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
@@ -630,8 +623,5 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
     if not spec:
         return "no data sheet: shares not given"
     parts = [f"catalog {spec.get('catalog')}", f"{spec['hbm_TBps']:g} TB/s"]
-    for k, name in (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8")):
-        v = spec.get(k)
-        if isinstance(v, int | float) and math.isfinite(v) and v > 0:
-            parts.append(f"{v:,.0f} TFLOP/s {name}")
-    return ", ".join(parts)
+    peaks = (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8"))
+    return ", ".join(parts + [f"{v:,.0f} TFLOP/s {n}" for k, n in peaks if (v := spec.get(k))])

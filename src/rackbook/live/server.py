@@ -40,9 +40,9 @@ def _note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port() -> int:
     with socket.socket() as s:
-        s.bind((host, 0))
+        s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
@@ -91,9 +91,7 @@ class VllmServer:
         if bad:
             raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
         self.model, self.serve_args, self.host = str(model), list(serve_args), "127.0.0.1"
-        self.port = port or free_port()
-        self.log_path, self.grace_s = Path(log_path), grace_s
-        self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
+        self.port, self.log_path, self.grace_s = port or free_port(), Path(log_path), grace_s
         self.env = vllm_environ()
         self.key = api_key(self.env)
         if self.key:
@@ -104,9 +102,8 @@ class VllmServer:
         self.affinity: dict[str, str | None] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
-        self.started_at = 0.0
+        self.started_at, self.stopped = 0.0, False
         self.startup_s: float | None = None  # seconds from start to the first /health 200
-        self.stopped = False
         self._pump: threading.Thread | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
@@ -117,7 +114,7 @@ class VllmServer:
     @property
     def argv(self) -> list[str]:
         net = ["--host", self.host, "--port", str(self.port)]
-        return [self.vllm_exe, "serve", self.model, *net, *self.serve_args]
+        return [str(LIVE_VENV / "bin" / "vllm"), "serve", self.model, *net, *self.serve_args]
 
     @property
     def command(self) -> str:
@@ -125,13 +122,8 @@ class VllmServer:
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "url": self.base_url,
-            "pgid": self.pgid,
-            "startup_s": self.startup_s,
-            "log": self.log_path.name,
-        }
+        out: dict[str, Any] = {"command": self.command, "url": self.base_url, "pgid": self.pgid}
+        out |= {"startup_s": self.startup_s, "log": self.log_path.name}
         if self.cpus or self.front_cpus:
             on, moved = (format_cpu_list(c) if c else None for c in (self.cpus, self.front_cpus))
             out["cpus"] = {
