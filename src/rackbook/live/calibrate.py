@@ -276,57 +276,27 @@ class Bench:
 def measure(
     cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks)."""
+    """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks); a
+    line per kernel on stderr."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
-    bar = progress_bar(len(cases))
     try:
         if device == "cuda":
-            bar.set_description("spin-up")
             a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
             t0 = time.monotonic()
             while time.monotonic() - t0 < 1.0:
                 for _ in range(10):
                     a @ a
                 torch.cuda.synchronize()
-        for case in cases:
-            bar.set_description(f"{case.family} {case.dtype} {case.size:,}")
+        for i, case in enumerate(cases, 1):
             rows.append(row(case, bench.time(case)))
-            bar.update(1)
+            what = f"{case.family} {case.dtype} {case.size:,}"
+            print(f"calibrate: {i}/{len(cases)} {what}", file=sys.stderr, flush=True)
     finally:
-        bar.close()
         bench.cache.clear()
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
-
-
-class _Lines:
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.desc = total, 0, ""
-
-    def set_description(self, desc: str) -> None:
-        self.desc = desc
-
-    def update(self, n: int) -> None:
-        self.done += n
-        print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        return None
-
-
-def progress_bar(total: int) -> Any:
-    """Progress on stderr: tqdm on a terminal, else a line per kernel."""
-    try:  # a file, a pipe or a closed stream is no terminal
-        terminal = sys.stderr.isatty()
-    except (AttributeError, ValueError, OSError):
-        terminal = False
-    if not terminal or importlib.util.find_spec("tqdm") is None:
-        return _Lines(total)
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
 
 
 @dataclass(frozen=True)
