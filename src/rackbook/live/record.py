@@ -44,7 +44,7 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import bench, cpus
+from rackbook.live import bench
 from rackbook.live import server as server_mod
 from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
@@ -267,7 +267,7 @@ class Recorder:
             labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
             why = f"{sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs"
             raise InputError("--endpoint", "-", why)
-        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.cpu_layout = server_mod.cpu_layout(on_cpu(), attached=bool(self.endpoints))
         self.info["cpu_layout"] = self.cpu_layout.describe()
         session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
         self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
@@ -627,7 +627,7 @@ class Recorder:
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
-            with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
+            with server_mod.pinned_self(self.cpu_layout.front):  # None: unpinned
                 for phase in self.phases:
                     self.run_phase(phase)
         except ServerError as exc:
@@ -1022,7 +1022,7 @@ def main(args: argparse.Namespace) -> int:
     """``rackbook record`` in a Python with vLLM: the trace's path printed last, exit code."""
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
-    os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting
+    os.environ.setdefault(server_mod.CPUS_ENV, "auto")  # run.json environment names the setting
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
