@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rackbook.errors import InputError
-from rackbook.live.envfile import Redactor, api_key
+from rackbook.live import Redactor, api_key
 
 if TYPE_CHECKING:
     from rackbook.inputs.scenarios import PlanPoint

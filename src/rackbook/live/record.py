@@ -44,9 +44,8 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import bench
+from rackbook.live import Redactor, api_key, bench, urlopen, vllm_environ
 from rackbook.live import server as server_mod
-from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 

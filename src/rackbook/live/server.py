@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rackbook.errors import InputError
-from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
+from rackbook.live import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
 
 STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
 GRACE_S = 10.0  # s between SIGTERM and SIGKILL
