@@ -12,7 +12,6 @@ import os
 import shlex
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -238,26 +237,17 @@ OFFLINE_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class OfflineConfig:
-    """Engine arguments of ``vllm.LLM`` (same meaning as the ``vllm serve`` flags)."""
+def offline_args(sc: Any) -> dict[str, Any]:
+    """``vllm.LLM``'s arguments (as the ``vllm serve`` flags) for decode-parity scenario ``sc``."""
+    args = {k: getattr(sc, k) for k in ("model", "dtype", "max_model_len", "max_num_seqs")}
+    args |= {"enforce_eager": True, "load_format": "dummy", "seed": sc.seed}
+    return args | ({"served_model_name": sc.served_model_name} if sc.served_model_name else {})
 
-    model: str
-    dtype: str = "bfloat16"
-    max_model_len: int = 256
-    max_num_seqs: int = 256
-    enforce_eager: bool = True
-    load_format: str = "dummy"
-    seed: int = 0
-    served_model_name: str | None = None
 
-    def llm_kwargs(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v or k != "served_model_name"}
-
-    def equivalent_command(self) -> str:
-        """The Python call that builds the engine, for run.json."""
-        args = ", ".join(f"{k}={v!r}" for k, v in self.llm_kwargs().items())
-        return f'VLLM_ENABLE_V1_MULTIPROCESSING=0 python -c "import vllm; vllm.LLM({args})"'
+def offline_command(args: Mapping[str, Any]) -> str:
+    """The Python call that builds the engine of ``args``, for run.json."""
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return f'VLLM_ENABLE_V1_MULTIPROCESSING=0 python -c "import vllm; vllm.LLM({text})"'
 
 
 def random_prompts(batch: int, input_len: int, seed: int) -> list[list[int]]:
@@ -267,15 +257,16 @@ def random_prompts(batch: int, input_len: int, seed: int) -> list[list[int]]:
 
 
 class OfflineEngine:
-    """``vllm.LLM`` built once; :meth:`run_batch` times one batch size."""
+    """``vllm.LLM`` built once on ``args`` (:func:`offline_args`); :meth:`run_batch` times one
+    batch size."""
 
-    def __init__(self, cfg: OfflineConfig) -> None:
+    def __init__(self, args: dict[str, Any]) -> None:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         from vllm import LLM
 
-        self.cfg = cfg
+        self.args = args
         t0 = time.monotonic()
-        self.llm = LLM(**cfg.llm_kwargs())
+        self.llm = LLM(**args)
         self.init_s = time.monotonic() - t0
         self._calls = 0
 
@@ -347,7 +338,7 @@ class OfflineEngine:
             "format": "rackbook-offline-fixed-batch/3",
             "note": OFFLINE_NOTE,
             "backend": "vllm-offline",
-            "engine_args": self.cfg.llm_kwargs(),
+            "engine_args": self.args,
             "batch_size": batch,
             "repeats": repeats,
             "input_len": input_len,

@@ -576,13 +576,10 @@ class Recorder:
         assert isinstance(sc, DecodeParity)
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
-        keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
-        cfg, mine = (
-            bench.OfflineConfig(**{k: getattr(sc, k) for k in keys}),
-            os.sched_getaffinity(0),
-        )
+        args = bench.offline_args(sc)
+        cmd, mine = bench.offline_command(args), server_mod.format_cpu_list(os.sched_getaffinity(0))
         eng: dict[str, Any] = {
-            "command": cfg.equivalent_command(),
+            "command": cmd,
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
             "cpu_layout": f"unpinned (recorder's cpus {mine})",
         }
@@ -590,10 +587,10 @@ class Recorder:
         if not todo:
             return
         t_wall0 = time.monotonic()
-        engine = bench.OfflineEngine(cfg)
+        engine = bench.OfflineEngine(args)
         t_ready = time.monotonic()
         eng["init_s"] = engine.init_s
-        self.commands.append(cfg.equivalent_command())
+        self.commands.append(cmd)
 
         def once(b: int) -> tuple[float, str, list[str], str, str | None]:
             pid = sc.point_id("offline", b)
@@ -606,7 +603,7 @@ class Recorder:
                 "engine": "vllm-offline",
                 "batch_size": b,
                 "raw": f"offline/b{b}.json",
-                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                "command": f"{cmd} .generate(B={b} prompts x "
                 f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
                 f" x {sc.prompts_per_batch} rounds",
                 "duration_s": doc["duration"],
