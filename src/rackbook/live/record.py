@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from rackbook import STOP_SIGNALS
 from rackbook.core import expert_load, fsio, jsonstream, provenance, traces, validity
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError, Terminated
@@ -1022,10 +1021,11 @@ def main(args: argparse.Namespace) -> int:
     key = api_key()
     if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    held = {}  # live.server's handler: the stops other than Ctrl-C raise SystemExit, which
-    # asyncio (vLLM's bench client runs here) re-raises quietly (another exception: a traceback)
+    # live.server's handler: the stops other than Ctrl-C raise SystemExit, which asyncio (vLLM's
+    # bench client runs here) re-raises quietly (another exception: logged with a traceback)
+    held, stops = {}, (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        held = {s: signal.signal(s, server_mod.on_signal) for s in STOP_SIGNALS[1:]}
+        held = {s: signal.signal(s, server_mod.on_signal) for s in stops}
     try:
         out = record(args)
     except BaseException as exc:
