@@ -259,7 +259,7 @@ class Recorder:
                 raise InputError(old, "parameters", why)
             keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
             self.info |= {k: prev[k] for k in keys if k in prev}
-        self.commands: list[str] = list(self.info.get("commands", []))
+        self.commands: list[str] = self.info.setdefault("commands", [])
         need = sum(p.servers for p in self.phases)
         if self.endpoints and len(self.endpoints) != need:
             labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
@@ -275,7 +275,6 @@ class Recorder:
         return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
 
     def _save_info(self) -> None:
-        self.info["commands"] = self.commands
         fsio.atomic_write_json(self.raw / "record.json", provenance.scrub(self.info))
 
     def _log_name(self, phase: Phase, k: int) -> str:
@@ -668,11 +667,8 @@ class Recorder:
             t = traces.concat(frames, {})
             end = max(s - t0 + float(d["duration"]) for s, d in zip(starts, docs, strict=True))
             conc = sum(int(d.get("max_concurrency") or 0) for d in docs) or None
-            p = frames[0].points.copy()
-            p["duration_s"] = [end]
-            p["source"] = [",".join(pt.raw_names())]
-            p["concurrency"] = pd.array([conc], dtype="Int64")
-            t.points = p
+            src, one = ",".join(pt.raw_names()), pd.array([conc], dtype="Int64")
+            t.points = frames[0].points.assign(duration_s=[end], source=[src], concurrency=one)
             t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
             t.run = {"shard_offsets_s": [s - t0 for s in starts]}
         if phase.servers > 1:
@@ -921,18 +917,14 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
     if not text:
         return []
     if (path := Path(text)).is_file():
-        gpus = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.split(",")]
-            if not parts[0]:
-                why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
-                raise InputError(path, f"line {n}", why)
-            gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
-        if not gpus:
+        lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        rows = {n: [p.strip() for p in line.split(",")] for n, line in lines if line.strip()}
+        if bad := [n for n, parts in rows.items() if not parts[0]]:
+            why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+            raise InputError(path, f"line {bad[0]}", why)
+        if not rows:
             raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
-        return gpus
+        return [dict(zip(("name", "memory", "driver"), p, strict=False)) for p in rows.values()]
     count, sep, name = text.partition(" x ")
     if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
         why = "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
