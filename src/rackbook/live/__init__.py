@@ -80,16 +80,9 @@ def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None
     return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 (the user's endpoint)
 
 
-class Redactor:
-    """Replaces secrets (the API key; 4 characters or more) by ``<redacted>`` in text."""
-
-    def __init__(self, secrets: list[str | None]) -> None:
-        self.secrets = [s for s in secrets if s and len(s) >= 4]
-
-    def __call__(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "<redacted>")
-        return text
+def redact(text: str, key: str | None) -> str:
+    """``text`` with the API key ``key`` (4 characters or more) replaced by ``<redacted>``."""
+    return text.replace(key, "<redacted>") if key and len(key) >= 4 else text
 
 
 #: The CLI in .venv-live (the recorder: its ``record`` verb).

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rackbook.errors import InputError
-from rackbook.live import Redactor, api_key
+from rackbook.live import api_key, redact
 
 if TYPE_CHECKING:
     from rackbook.inputs.scenarios import PlanPoint
@@ -64,7 +64,7 @@ def request_timeout_s(env: Mapping[str, str] | None = None) -> float:
 
 def command_line(argv: Sequence[str]) -> str:
     """The shell command equivalent to running the point with ``argv`` (secrets redacted)."""
-    return Redactor([api_key()])(shlex.join(["vllm", "bench", "serve", *argv]))
+    return redact(shlex.join(["vllm", "bench", "serve", *argv]), api_key())
 
 
 class BenchClient:
@@ -133,7 +133,7 @@ class BenchClient:
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as fh:
-                fh.write(f"$ {command_line(argv)}\n{Redactor([api_key()])(buf.getvalue())}")
+                fh.write(f"$ {command_line(argv)}\n{redact(buf.getvalue(), api_key())}")
         return result
 
     def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:

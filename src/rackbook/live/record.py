@@ -43,7 +43,7 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import Redactor, api_key, bench, urlopen, vllm_environ
+from rackbook.live import api_key, bench, redact, urlopen, vllm_environ
 from rackbook.live import server as server_mod
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
@@ -246,7 +246,6 @@ class Recorder:
         self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
         self.serve_extra = serve_extra or []
         self.key = api_key()
-        self.redact = Redactor([self.key])
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
         self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
@@ -555,7 +554,7 @@ class Recorder:
         moved = self._set_aside("serve", pt.raw_names(), "failed", len(self.info["failures"]))
         proc = dead[0].proc if dead else None
         said = f"server died (exit code {proc.returncode})" if proc else error
-        reason = self.redact(said or "every request failed")
+        reason = redact(said or "every request failed", self.key)
         tails = {s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers}
         self.info["failures"].append(
             {"point_id": pt.point_id, "time": _now(), "reason": reason}
@@ -628,7 +627,7 @@ class Recorder:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
             last = f"; last error line: {cause[-1].strip()}" if cause else ""
-            msg = self.redact(lines[0].rstrip(":") + last)
+            msg = redact(lines[0].rstrip(":") + last, self.key)
             raise InputError(self.raw / "record.json", "server", msg) from None
         finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
             provenance.scrub_files(self.raw)
@@ -786,7 +785,7 @@ class Recorder:
             kind, generator, notes_extra, extra_tables = self._eplb_tables()
         run = provenance.new_run_info(
             kind=kind,
-            commands=[self.redact(c) for c in self.commands],
+            commands=[redact(c, self.key) for c in self.commands],
             parameters=sc.parameters(),
             engine=self._engine(),
             generator=generator,

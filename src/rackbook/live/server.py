@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rackbook.errors import InputError
-from rackbook.live import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
+from rackbook.live import LIVE_VENV, api_key, redact, urlopen, vllm_environ
 
 STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
 GRACE_S = 10.0  # s between SIGTERM and SIGKILL
@@ -215,7 +215,6 @@ class VllmServer:
         self.key = api_key(self.env)
         if self.key:
             self.env["VLLM_API_KEY"] = self.key
-        self.redact = Redactor([self.key])
         self.cpus = frozenset(cpus) if cpus else None
         self.front_cpus = frozenset(front_cpus) if front_cpus else None
         self.affinity: dict[str, str | None] = {}
@@ -237,7 +236,7 @@ class VllmServer:
 
     @property
     def command(self) -> str:
-        return self.redact(shlex.join(["vllm", *self.argv[1:]]))
+        return redact(shlex.join(["vllm", *self.argv[1:]]), self.key)
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
@@ -290,7 +289,7 @@ class VllmServer:
         assert self.proc is not None and self.proc.stdout is not None
         with open(self.log_path, "w", encoding="utf-8") as log:
             for raw in self.proc.stdout:
-                line = self.redact(raw.decode("utf-8", "replace"))
+                line = redact(raw.decode("utf-8", "replace"), self.key)
                 log.write(line)
                 log.flush()
                 self._tail.append(line.rstrip("\n"))
