@@ -53,10 +53,10 @@ REQUEST_TIMEOUT_ENV = "RACKBOOK_REQUEST_TIMEOUT_S"
 
 def request_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """Seconds without a byte after which a request fails (:data:`REQUEST_TIMEOUT_ENV`, 600)."""
-    text = (os.environ if env is None else env).get(REQUEST_TIMEOUT_ENV, "")
+    text = (os.environ if env is None else env).get(REQUEST_TIMEOUT_ENV, "").strip() or "600"
     value = -1.0
     with contextlib.suppress(ValueError):
-        value = float(text) if text.strip() else 600.0
+        value = float(text)
     if not value > 0:
         raise InputError(REQUEST_TIMEOUT_ENV, text, "not a positive number of seconds")
     return value
@@ -90,19 +90,18 @@ class BenchClient:
             self.import_s = time.monotonic() - t0
         return self.import_s
 
-    def _sample(self, argv: Sequence[str]) -> Any:
-        """The requests vLLM's ``main`` would draw for flags ``argv`` (its ``get_samples``)."""
+    def _sample(self, argv: Sequence[str]) -> tuple[Any, Any]:
+        """(the requests vLLM's ``main`` would draw for flags ``argv``, their tokenizer)."""
         args = self._parser.parse_args(list(argv))
         tok = load_tokenizer(args)
         with contextlib.redirect_stdout(io.StringIO()):
-            return self._serve.get_samples(args, tok)
+            return self._serve.get_samples(args, tok), tok
 
     def presample(self, argv: Sequence[str]) -> float:
         """Draw the point's prompts now (as vLLM would), for :meth:`run`; seconds taken."""
         self.preload()
-        key = tuple(argv)
         t0 = time.monotonic()
-        if key not in self._samples:
+        if (key := tuple(argv)) not in self._samples:
             self._samples[key] = self._sample(argv)
         return time.monotonic() - t0
 
@@ -117,7 +116,7 @@ class BenchClient:
         cached = self._samples.get(tuple(argv))
         draw = self._serve.get_samples
         if cached is not None:
-            self._serve.get_samples = lambda *_a, **_k: list(cached)
+            self._serve.get_samples = lambda *_a, **_k: list(cached[0])
         # vLLM allows a request 6 hours: a stalled stream fails after request_timeout_s()
         aiohttp: Any = getattr(self._serve, "aiohttp", None)
         timeout = getattr(aiohttp, "ClientTimeout", None)
@@ -139,9 +138,7 @@ class BenchClient:
     def prompt_token_ids(self, argv: Sequence[str]) -> list[list[int]]:
         """Token ids of the prompts the point with flags ``argv`` will send."""
         self.preload()
-        args = self._parser.parse_args(list(argv))
-        tok = load_tokenizer(args)
-        reqs = self._samples.get(tuple(argv)) or self._sample(argv)
+        reqs, tok = self._samples.get(tuple(argv)) or self._sample(argv)
         return [list(tok.encode(r.prompt)) for r in reqs]
 
 
