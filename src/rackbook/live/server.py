@@ -159,15 +159,6 @@ def set_process_affinity(pid: int, cpus: Iterable[int]) -> None:
                 os.sched_setaffinity(int(task.name), set(cpus))
 
 
-def process_affinity(pid: int) -> str | None:
-    """``Cpus_allowed_list`` of ``pid``'s main thread, or None."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
-    return None
-
-
 @contextlib.contextmanager
 def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
     """The block with this process on ``cpus`` (None: unchanged), restored afterwards."""
@@ -217,7 +208,7 @@ class VllmServer:
             self.env["VLLM_API_KEY"] = self.key
         self.cpus = frozenset(cpus) if cpus else None
         self.front_cpus = frozenset(front_cpus) if front_cpus else None
-        self.affinity: dict[str, str | None] = {}
+        self.affinity: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
         self.started_at, self.stopped = 0.0, False
@@ -258,7 +249,7 @@ class VllmServer:
         for pid in group_members(self.pgid):
             with contextlib.suppress(OSError):
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
-                self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
+                self.affinity[f"{comm}:{pid}"] = format_cpu_list(os.sched_getaffinity(pid))
 
     def start(self) -> VllmServer:
         """Launch the process group; returns at once (:meth:`wait_healthy` waits)."""
@@ -423,8 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     a = p.parse_args(argv[:cut])
-    extra = argv[cut + 1 :]
-    srv = VllmServer(a.model, extra, log_path=a.log).start()
+    srv = VllmServer(a.model, argv[cut + 1 :], log_path=a.log).start()
     try:
         srv.wait_healthy()
         if a.status:
