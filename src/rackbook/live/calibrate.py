@@ -444,27 +444,6 @@ def nvidia_smi() -> str | None:
     return out.strip().splitlines()[0] if out.strip() else None
 
 
-def _hardware(torch: Any, device: str, catalog: Catalog, notes: list[str]) -> dict[str, Any]:
-    if device != "cuda":
-        inv = hardware_inventory()
-        mem = inv.get("memory_bytes")
-        model = inv.get("cpu_model") or "unknown CPU"
-        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
-        notes.append(
-            "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
-            "BF16, no graphs); its fractions say nothing of a GPU."
-        )
-        hardware = f"{model}, {inv.get('cpu_cores')} cores{memory}"
-        return {"gpu": model, "hardware": hardware, "spec": None, "driver": None}
-    gpu = torch.cuda.get_device_name(0)
-    smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if (spec := device_spec(gpu, catalog)) is None:
-        notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
-    driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
-    return {"gpu": gpu, "hardware": f"{smi}; {sms} SMs", "spec": spec, "driver": driver}
-
-
 def calibrate(
     device: str, catalog: Catalog, *, quick: bool, command: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -486,7 +465,22 @@ def calibrate(
         plan(device, catalog.shapes, fp8=fp8, quick=quick), torch, device, catalog.shapes
     )
     wall = time.monotonic() - t0
-    hw = _hardware(torch, device, catalog, notes)
+    if device == "cuda":
+        gpu, sms = torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0)
+        smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
+        if (spec := device_spec(gpu, catalog)) is None:
+            notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
+        driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
+        hw = {"gpu": gpu, "hardware": f"{smi}; {sms.multi_processor_count} SMs", "spec": spec}
+    else:
+        inv, driver = hardware_inventory(), None
+        mem, cpu = inv.get("memory_bytes"), inv.get("cpu_model") or "unknown CPU"
+        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
+        notes.append(
+            "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
+            "BF16, no graphs); its fractions say nothing of a GPU."
+        )
+        hw = {"gpu": cpu, "hardware": f"{cpu}, {inv.get('cpu_cores')} cores{memory}", "spec": None}
     notes.append(
         f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
         f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
@@ -495,7 +489,7 @@ def calibrate(
     versions = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda if device == "cuda" else None,
-        "driver": hw.pop("driver"),
+        "driver": driver,
         "python": sys.version.split()[0],
         "threads": torch.get_num_threads() if device == "cpu" else None,
     }
