@@ -8,7 +8,6 @@ import argparse
 import contextlib
 import importlib.util
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -27,8 +26,6 @@ LIVE_VENV = Path(os.environ.get("RACKBOOK_LIVE_VENV", ROOT / ".venv-live"))
 VLLM_ENV_FILE = ROOT / "env" / "live" / "vllm.env"
 #: Where the API key is read from, first set wins; it is never written anywhere.
 API_KEY_VARS = ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY")
-
-_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 def live_python() -> Path:
@@ -52,10 +49,10 @@ def read_env_file(path: str | Path = VLLM_ENV_FILE) -> dict[str, str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        m = _LINE.match(line)
-        if not m:
+        key, eq, value = line.partition("=")
+        if not (eq and key.isascii() and key.isidentifier()):
             raise InputError(path, f"line {n}", f"not KEY=VALUE: {line[:40]!r}")
-        out[m.group(1)] = m.group(2).strip().strip("'\"")
+        out[key] = value.strip().strip("'\"")
     return out
 
 

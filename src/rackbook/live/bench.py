@@ -206,11 +206,8 @@ class ShardPool:
         self.wait_ready()
         for c, a in zip(self.conns, argvs, strict=False):
             c.send(list(a))
-        out = []
-        for c in self.conns[: len(argvs)]:
-            status, val = c.recv()
-            out.append(val if status == "ok" else {"error": val})
-        return out
+        got = [c.recv() for c in self.conns[: len(argvs)]]
+        return [val if status == "ok" else {"error": val} for status, val in got]
 
     def close(self) -> None:
         for c, p in zip(self.conns, self.procs, strict=True):
