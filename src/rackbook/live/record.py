@@ -349,7 +349,7 @@ class Recorder:
 
     def _sweep(self, desc: str, todo: list[Any], once: Callable[[Any], Any]) -> float:
         """Each point of ``todo`` run (``once``: window s, id, raw names, folder, refusal) until
-        :meth:`judge` keeps it; the measured windows' sum (s). The bar closes on every way out."""
+        :meth:`judge` keeps it; the measured windows' sum (s)."""
         windows = 0.0
         with self._bar(desc, len(todo)) as bar:
             for item in todo:
@@ -779,10 +779,7 @@ class Recorder:
         parts, metric_rows = self._online_parts()
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
             parts += [self._offline_frame(b) for b in sc.batch_sizes]
-        kind, generator, notes_extra = "recorded", None, ""
-        extra_tables: dict[str, Any] = {}
-        if isinstance(sc, EplbBalance):
-            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        kind, generator, notes_extra, extra_tables = self._eplb_tables()
         run = provenance.new_run_info(
             kind=kind,
             commands=[redact(c, self.key) for c in self.commands],
@@ -813,9 +810,10 @@ class Recorder:
         return self.output
 
     def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
-        """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
+        """run.json's (kind, generator, notes, tables) of eplb-balance's eplb_log, expert_load."""
         sc = self.sc
-        assert isinstance(sc, EplbBalance)
+        if not isinstance(sc, EplbBalance):
+            return "recorded", None, "", {}
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
