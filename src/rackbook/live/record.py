@@ -148,15 +148,6 @@ def raw_file(path: Path, need: bool = False) -> Path:
     return path
 
 
-def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
-    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
-    df = validity.point_validity(trace)
-    failed = df["requests"] - df["successful"]
-    df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
-    cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
-    return df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str}).to_dict("index")
-
-
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
     """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): keep, rerun,
     accept (flagged, --accept-invalid) or refuse."""
@@ -184,15 +175,6 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
         "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
         "wall_s": t_end - t_wall0,
     }
-
-
-def hold_after(point_id: str) -> None:
-    want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
-    if not folder or want != point_id:
-        return
-    (Path(folder) / f"{point_id}.kept").touch()
-    while not (Path(folder) / "go").exists():
-        time.sleep(0.05)
 
 
 def _say(msg: str) -> None:
@@ -381,7 +363,11 @@ class Recorder:
             live.urls = live.urls or [s.base_url for s in live.servers]
             eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
             if live.pool is None:  # the points' prompts too (sampling is client work)
-                eng["presample_s"] = self._presample(todo, live)
+                eng["presample_s"] = sum(
+                    live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+                    for pt in todo
+                    for k, u in enumerate(live.urls[: pt.shards])
+                )
             for srv in live.servers:
                 srv.wait_healthy()
         eng["servers"] = [
@@ -411,13 +397,6 @@ class Recorder:
         else:
             for a in argvs:
                 live.client.run(a)
-
-    def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
-        return sum(
-            live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
-            for pt in todo
-            for k, u in enumerate(live.urls[: pt.shards])
-        )
 
     def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
@@ -527,8 +506,11 @@ class Recorder:
         if action != "keep":
             then = "kept although flagged (--accept-invalid)" if kept else "running it once more"
             _say(f"{point_id}: {reason}; {then}")
-        if kept:
-            hold_after(point_id)
+        want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
+        if kept and folder and want == point_id:  # a test's hold (HOLD_ENV)
+            (Path(folder) / f"{point_id}.kept").touch()
+            while not (Path(folder) / "go").exists():
+                time.sleep(0.05)
         return kept
 
     def _set_aside(self, folder: str, names: list[str], to: str, tag: int) -> list[str]:
@@ -736,13 +718,6 @@ class Recorder:
         labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
         return vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
 
-    def _duty_cycle(self) -> float | None:
-        """Measured windows over wall time after start-up (s/s), all engines; None: no wall."""
-        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
-        win = sum(e.get("windows_s", 0.0) for e in engines)
-        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
-        return (win / wall) if wall else None
-
     def _notes(self, notes_extra: str) -> str:
         sc = self.sc
         tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
@@ -780,6 +755,9 @@ class Recorder:
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
             parts += [self._offline_frame(b) for b in sc.batch_sizes]
         kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
+        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)  # after start-up, all engines
+        windows = sum(e.get("windows_s", 0.0) for e in engines)
         run = provenance.new_run_info(
             kind=kind,
             commands=[redact(c, self.key) for c in self.commands],
@@ -791,7 +769,7 @@ class Recorder:
                 "start_time_s: seconds since the first request of the same point (all shards "
                 "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
             ),
-            duty_cycle=self._duty_cycle(),
+            duty_cycle=windows / wall if wall else None,
             notes=self._notes(notes_extra),
             record=self.info,
             raw_dir=str(self.raw.name),
@@ -805,7 +783,12 @@ class Recorder:
         if metric_rows:
             trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
         trace.extra.update(extra_tables)
-        trace.run["validity"] = point_validity(trace)
+        df = validity.point_validity(trace)  # run.json's: per point, counts and shares (0-1)
+        failed = df["requests"] - df["successful"]
+        df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
+        cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
+        df = df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str})
+        trace.run["validity"] = df.to_dict("index")
         traces.write_trace(self.output, trace)
         return self.output
 
