@@ -244,12 +244,6 @@ def offline_command(args: Mapping[str, Any]) -> str:
     return f'VLLM_ENABLE_V1_MULTIPROCESSING=0 python -c "import vllm; vllm.LLM({text})"'
 
 
-def random_prompts(batch: int, input_len: int, seed: int) -> list[list[int]]:
-    """``batch`` prompts of ``input_len`` token ids, uniform on [LOW_ID, HIGH_ID), seeded."""
-    rng = np.random.default_rng(seed)
-    return rng.integers(LOW_ID, HIGH_ID, size=(batch, input_len)).tolist()
-
-
 class OfflineEngine:
     """``vllm.LLM`` built once on ``args`` (:func:`offline_args`); :meth:`run_batch` times one
     batch size."""
@@ -312,8 +306,9 @@ class OfflineEngine:
     ) -> dict[str, Any]:
         """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
         call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
-        base = seed * 1_000_000 + batch * 1000
-        prompts = [random_prompts(batch, input_len, base + j) for j in range(2 * repeats + 1)]
+        base, shape = seed * 1_000_000 + batch * 1000, (batch, input_len)  # token ids, seeded
+        rngs = [np.random.default_rng(base + j) for j in range(2 * repeats + 1)]
+        prompts = [rng.integers(LOW_ID, HIGH_ID, size=shape).tolist() for rng in rngs]
         warm_s = self._timed_batch(prompts[0], 2)["seconds"] if warmup else 0.0
         walls = [  # per round: (prefill call, decode call), in this order
             (self._timed_batch(prompts[2 * k + 1], 1)["seconds"], self._timed_batch(p, output_len))

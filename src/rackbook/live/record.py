@@ -273,14 +273,6 @@ class Recorder:
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
         return bench.bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
-    def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
-        """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
-        eng = self.cpu_layout.engine
-        if eng is None or n == 1 or len(eng) < 2 * n:
-            return eng
-        per = len(eng) // n
-        return frozenset(sorted(eng)[k * per : (k + 1) * per])
-
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (:meth:`run`: on the front cores)."""
         sc = self.sc
@@ -348,13 +340,16 @@ class Recorder:
     ) -> None:
         """Start the servers unless attached (into ``live.servers``: the caller stops them), the
         client's import and prompts meanwhile, then wait until healthy."""
+        n, cores = phase.servers, sorted(self.cpu_layout.engine or ())
+        per = len(cores) // n if n > 1 else 0  # each replica its share when >= 2 cores each
+        split = [frozenset(cores[k * per : (k + 1) * per]) for k in range(n)]
         with server_mod.deferred_signals():
-            for k in range(0 if live.urls else phase.servers):
+            for k in range(0 if live.urls else n):
                 srv = VllmServer(
                     self.sc.model,
                     [*phase.serve_args, *self.serve_extra],
                     log_path=self.raw / self._log_name(phase, k),
-                    cpus=self._engine_cpus(k, phase.servers),
+                    cpus=split[k] if per >= 2 else self.cpu_layout.engine,
                     front_cpus=self.cpu_layout.front,
                 )
                 live.servers.append(srv)
