@@ -158,7 +158,8 @@ def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -
     monkeypatch.setattr(recorder, "group_members", lambda pgid: [])
     monkeypatch.setattr(recorder, "on_cpu", lambda: False)
     counter = iter([0.0, 40.0])  # vllm:generation_tokens_total before and after the point
-    sample = lambda u, key: [recorder.Sample("vllm:generation_tokens_total", "{}", next(counter))]  # noqa: E731
+    gen = {"metric": "vllm:generation_tokens_total", "labels": "{}"}
+    sample = lambda u, key: [gen | {"value": next(counter)}]  # noqa: E731
     monkeypatch.setattr(recorder, "scrape", sample)
     monkeypatch.setattr(recorder.Recorder, "point_refusal", lambda self, phase, pt: None)
     rec = recorder.Recorder(SingleUser(num_requests=3), tmp_path / "t", progress=False)

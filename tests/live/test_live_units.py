@@ -32,7 +32,7 @@ vllm:kv_cache_usage_perc{engine="0",model_name="m"} NaN
 
 def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
     s = parse_metrics(METRICS)
-    names = [x.metric for x in s]
+    names = [x["metric"] for x in s]
     assert names == [
         "vllm:prompt_tokens_total",
         "vllm:generation_tokens_total",
@@ -40,7 +40,7 @@ def test_prom_parse_keeps_vllm_families_drops_created_buckets_nan():
         "vllm:request_success_total",
         "vllm:time_to_first_token_seconds_sum",
     ]
-    assert s[0].labels == '{engine="0",model_name="m"}' and s[0].value == 320.0
+    assert s[0]["labels"] == '{engine="0",model_name="m"}' and s[0]["value"] == 320.0
 
 
 def test_prom_delta_sums_label_sets(tmp_path):
@@ -55,7 +55,7 @@ def test_prom_delta_sums_label_sets(tmp_path):
     rec = object.__new__(Recorder)  # its server_metrics rows of the point's saved samples
     rec.raw = tmp_path
     (tmp_path / "metrics").mkdir()
-    saved = {at: [x._asdict() for x in v] for at, v in (("before", before), ("after", after))}
+    saved = {"before": before, "after": after}
     doc = {"servers": [{"server": "http://127.0.0.1:1", **saved}]}
     (tmp_path / "metrics" / "p1.json").write_text(json.dumps(doc))
     rows, hits = rec._metric_rows("p1")

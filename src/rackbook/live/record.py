@@ -13,6 +13,7 @@ import http.client
 import importlib.metadata as md
 import json
 import math
+import operator
 import os
 import re
 import shlex
@@ -25,7 +26,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -77,12 +78,8 @@ _SAMPLE = re.compile(
 )
 
 
-class Sample(NamedTuple):
-    """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
-
-    metric: str
-    labels: str
-    value: float
+#: One ``/metrics`` sample: ``metric`` name, ``labels`` as text (``{a="b",...}`` or ""), ``value``.
+Sample = dict[str, Any]
 
 
 def parse_metrics(text: str) -> list[Sample]:
@@ -92,7 +89,7 @@ def parse_metrics(text: str) -> list[Sample]:
         name, labels, value = m.groups()
         with contextlib.suppress(ValueError):
             if not name.endswith(("_created", "_bucket")) and not math.isnan(v := float(value)):
-                out.append(Sample(name, labels or "", v))
+                out.append({"metric": name, "labels": labels or "", "value": v})
     return out
 
 
@@ -112,8 +109,9 @@ def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> li
 
 def counter_delta(before: list[Sample], after: list[Sample], metric: str) -> float:
     """Sum over label sets of ``after - before`` for ``metric`` (a counter's increase)."""
-    b = {(s.metric, s.labels): s.value for s in before}
-    return sum(s.value - b.get((s.metric, s.labels), 0.0) for s in after if s.metric == metric)
+    b = {(s["metric"], s["labels"]): s["value"] for s in before}
+    key = operator.itemgetter("metric", "labels")
+    return sum(s["value"] - b.get(key(s), 0.0) for s in after if s["metric"] == metric)
 
 
 def versions() -> dict[str, str | None]:
@@ -420,10 +418,8 @@ class Recorder:
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed)
         after = [self._probe(pt, live, "after", completed, failed, scrape, u) for u in use]
-        servers_ = [
-            {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
-            for u, b, a in zip(use, before, after, strict=True)
-        ]
+        got = zip(use, before, after, strict=True)
+        servers_ = [{"server": u, "before": b, "after": a} for u, b, a in got]
         fsio.atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
         pairs = zip(before, after, strict=True)
         gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
@@ -659,9 +655,9 @@ class Recorder:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in jsonstream.load(mpath)["servers"]:
-            got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
+            got = {at: e[at] for at in ("before", "after")}
             at = {"point_id": pid, "server": e["server"]}
-            rows += [at | {"phase": k} | s._asdict() for k, ss in got.items() for s in ss]
+            rows += [at | {"phase": k} | s for k, ss in got.items() for s in ss]
             hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
