@@ -139,9 +139,8 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
 
 
 def record_trace(scenario: str, *, output: str | Path, **options: Any) -> Path:
-    """Record ``scenario`` into ``output`` with real vLLM in .venv-live (``options``: those of
-    :func:`recorder_argv`); the trace's path. Its one-line error becomes an :class:`InputError`;
-    no ``endpoints``: servers on 127.0.0.1."""
+    """Record ``scenario`` into ``output`` in .venv-live (``options``: :func:`recorder_argv`'s; no
+    ``endpoints``: servers on 127.0.0.1); the trace's path. Its error line: an InputError."""
     _check_venv()
     out = resolve(output)
     argv = recorder_argv(scenario, output=out, **options)

@@ -245,8 +245,7 @@ def offline_command(args: Mapping[str, Any]) -> str:
 
 
 class OfflineEngine:
-    """``vllm.LLM`` built once on ``args`` (:func:`offline_args`); :meth:`run_batch` times one
-    batch size."""
+    """``vllm.LLM`` built once on ``args`` (:func:`offline_args`); :meth:`run_batch` times a B."""
 
     def __init__(self, args: dict[str, Any]) -> None:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"

@@ -259,11 +259,10 @@ class Bench:
         dtype, m = case.dtype, case.size
         rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
         experts = EXPERTS_CYCLED[self.device]
-        w13 = [self.randn(2 * i, h, dtype=dtype) for _ in range(experts)]  # [out, in]
-        w2 = [self.randn(h, i, dtype=dtype) for _ in range(experts)]
+        w13t = [self.randn(2 * i, h, dtype=dtype).t() for _ in range(experts)]  # [out, in]^T
+        w2t = [self.randn(h, i, dtype=dtype).t() for _ in range(experts)]
         x, a = self.randn(rows, h, dtype=dtype), self.randn(rows, i, dtype=dtype)
         mm = self.mm(dtype)
-        w13t, w2t = [w.t() for w in w13], [w.t() for w in w2]
 
         def step() -> None:
             for e in range(experts):
@@ -276,8 +275,7 @@ class Bench:
 def measure(
     cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks); a
-    line per kernel on stderr."""
+    """kernels.parquet rows of ``cases``, a stderr line each (CUDA: after 1 s of GEMMs)."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
     try:

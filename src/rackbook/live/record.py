@@ -320,8 +320,7 @@ class Recorder:
             self._save_info()
 
     def _sweep(self, desc: str, todo: list[Any], once: Callable[[Any], Any]) -> float:
-        """Each point of ``todo`` run (``once``: window s, id, raw names, folder, refusal) until
-        :meth:`judge` keeps it; the measured windows' sum (s)."""
+        """Each of ``todo`` run (``once``) until :meth:`judge` keeps it; the windows' sum (s)."""
         windows = 0.0
         with self._bar(desc, len(todo)) as bar:
             for item in todo:
@@ -336,8 +335,7 @@ class Recorder:
     def _start_servers(
         self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
     ) -> None:
-        """Start the servers unless attached (into ``live.servers``: the caller stops them), the
-        client's import and prompts meanwhile, then wait until healthy."""
+        """Servers started unless attached (the caller stops them), the client loaded meanwhile."""
         n, cores = phase.servers, sorted(self.cpu_layout.engine or ())
         per = len(cores) // n if n > 1 else 0  # each replica its share when >= 2 cores each
         split = [frozenset(cores[k * per : (k + 1) * per]) for k in range(n)]
@@ -412,17 +410,15 @@ class Recorder:
         wall = time.monotonic() - t0
         ok = [s for s in summaries if "error" not in s]
         error = error or next((s["error"] for s in summaries if "error" in s), None)
-        completed = sum(int(s.get("completed") or 0) for s in ok)
-        failed = sum(int(s.get("failed") or 0) for s in ok)
+        completed, failed = (sum(int(s.get(k) or 0) for s in ok) for k in ("completed", "failed"))
         dead = _dead(servers[: pt.shards])
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed)
         after = [self._probe(pt, live, "after", completed, failed, scrape, u) for u in use]
-        got = zip(use, before, after, strict=True)
+        got = list(zip(use, before, after, strict=True))
         servers_ = [{"server": u, "before": b, "after": a} for u, b, a in got]
         fsio.atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
-        pairs = zip(before, after, strict=True)
-        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
+        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for _, b, a in got)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
         commands = [bench.command_line(a) for a in argvs]

@@ -371,8 +371,7 @@ def deferred_signals() -> Iterator[None]:
 
 
 def act_on_signal(force: bool = False) -> None:
-    """After a signal (``force``: in a deferred block too): stop all servers, then raise
-    KeyboardInterrupt (SIGINT) or SystemExit."""
+    """After a signal (``force``: even deferred): servers stopped, KeyboardInterrupt/SystemExit."""
     if not RECEIVED or (_DEFERRED and not force):
         return
     # a second Ctrl-C must not cut the stop short (it would skip the SIGKILL escalation)
