@@ -31,7 +31,7 @@ FLAGS = (
     "--random-range-ratio 0 --num-prompts {pt.num_prompts} --request-rate inf --ignore-eos "
     "--temperature 0 --seed {pt.seed} --num-warmups 0 --percentile-metrics ttft,tpot,itl,e2el "
     "--metric-percentiles 50,90,99 --disable-tqdm --save-result --save-detailed --result-dir "
-    "{dir} --result-filename {name}"
+    "{dir} --result-filename {name} --ready-check-timeout-sec 0"
 )
 
 
@@ -41,7 +41,6 @@ def bench_argv(
     """``vllm bench serve`` flags of ``pt`` against ``url`` (random dataset, ignore-eos, all
     requests at once, no ready check: it would cache request 0 first); its result ``result``."""
     extra = f" --random-prefix-len {pt.prefix_len}" if pt.prefix_len else ""
-    extra += " --ready-check-timeout-sec 0"
     extra += "" if pt.concurrency is None else f" --max-concurrency {pt.concurrency}"
     fill = {"url": url, "model": model, "served": served, "dir": result.parent, "name": result.name}
     a = [w.format(pt=pt, **fill) for w in (FLAGS + extra).split()]

@@ -99,8 +99,7 @@ def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = Fal
         main, hbm = "fp32", 64 << 20
         dense = {"fp32": [256, 512], "bf16": [128]} | ({"fp8": [128]} if fp8 else {})
         tokens = {"fp32": [1, 16] if quick else [1, 4, 16]}
-        keys = [16384] if quick else [16384, 65536]
-        pools = [16384] if quick else [16384, 65536]
+        keys = pools = [16384] if quick else [16384, 65536]
     w = WIDTH[main]
     cases = [Case("hbm_read", main, hbm, hbm, None), Case("hbm_copy", main, hbm, 2 * hbm, None)]
     cases += [Case("dense_gemm", d, n, None, 2.0 * n**3) for d, ns in dense.items() for n in ns]

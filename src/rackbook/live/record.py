@@ -910,9 +910,8 @@ def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
     timeout_s = bench.request_timeout_s()  # a bad value stops here, before any server starts
-    for url in args.endpoint:
-        if not url.startswith(("http://", "https://")):
-            raise InputError("--endpoint", url, "expected an http:// or https:// URL")
+    if bad := [u for u in args.endpoint if not u.startswith(("http://", "https://"))]:
+        raise InputError("--endpoint", bad[0], "expected an http:// or https:// URL")
     sc = scenario(args.scenario, params, check=not args.endpoint)
     server = None
     if args.endpoint:
@@ -977,8 +976,7 @@ def main(args: argparse.Namespace) -> int:
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
     os.environ.setdefault(server_mod.CPUS_ENV, "auto")  # run.json environment names the setting
-    key = api_key()
-    if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
+    if key := api_key():  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
     # live.server's handler: the stops other than Ctrl-C raise SystemExit, which asyncio (vLLM's
     # bench client runs here) re-raises quietly (another exception: logged with a traceback)
