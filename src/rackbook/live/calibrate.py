@@ -216,8 +216,7 @@ class Bench:
         if fam in ("hbm_read", "hbm_copy"):
             if cache.get("hbm_n") != n:
                 cache.clear()
-                elems = n // WIDTH[dtype]
-                x = t.empty(elems, device=self.device, dtype=self.dt(dtype))
+                x = t.empty(n // WIDTH[dtype], device=self.device, dtype=self.dt(dtype))
                 x.normal_(generator=self.gen)
                 cache.update(hbm_n=n, x=x, y=t.empty_like(x))
             x, y = cache["x"], cache["y"]
@@ -238,18 +237,16 @@ class Bench:
             return self.timer(
                 self.graphed(lambda: t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK))
             )
-        if fam == "sparse_attention":
-            dim = self.shapes["head_dim"]
-            pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
-            idx = t.randint(0, n, (TOPK,), device=self.device, generator=self.gen)
-            scale = 1.0 / math.sqrt(dim)
+        dim = self.shapes["head_dim"]  # sparse_attention, the last family (plan)
+        pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+        idx = t.randint(0, n, (TOPK,), device=self.device, generator=self.gen)
+        scale = 1.0 / math.sqrt(dim)
 
-            def attend() -> Any:
-                g = pool[idx]
-                return t.softmax(q @ g.t() * scale, dim=-1) @ g
+        def attend() -> Any:
+            g = pool[idx]
+            return t.softmax(q @ g.t() * scale, dim=-1) @ g
 
-            return self.timer(self.graphed(attend))
-        raise ValueError(f"unknown family {fam!r}")
+        return self.timer(self.graphed(attend))
 
     def expert(self, case: Case) -> float:
         """An expert's gate+up and down GEMMs over :data:`EXPERTS_CYCLED`; s per expert."""

@@ -130,8 +130,7 @@ def cpu_layout(on_cpu: bool, attached: bool = False) -> CpuLayout:
         if unpinned:
             return CpuLayout(mode, None, None, f"{why}: nothing pinned", raw)
     if auto:
-        s = sorted(avail)
-        k = max(1, len(s) // 4)
+        s, k = sorted(avail), max(1, len(avail) // 4)
         why = (
             "CPU build: the engine core and worker busy-poll (sched_yield) and starve anything "
             "sharing their cores; API server and bench client get their own"
@@ -206,8 +205,7 @@ class VllmServer:
         self.key = api_key(self.env)
         if self.key:
             self.env["VLLM_API_KEY"] = self.key
-        self.cpus = frozenset(cpus) if cpus else None
-        self.front_cpus = frozenset(front_cpus) if front_cpus else None
+        self.cpus, self.front_cpus = (frozenset(c) if c else None for c in (cpus, front_cpus))
         self.affinity: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
