@@ -251,9 +251,8 @@ class Bench:
     def expert(self, case: Case) -> float:
         """An expert's gate+up and down GEMMs over :data:`EXPERTS_CYCLED`; s per expert."""
         h, i = self.shapes["hidden_size"], self.shapes["moe_intermediate_size"]
-        dtype, m = case.dtype, case.size
-        rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
-        experts = EXPERTS_CYCLED[self.device]
+        dtype, experts = case.dtype, EXPERTS_CYCLED[self.device]
+        rows = max(case.size, 16) if dtype == "fp8" else case.size  # _scaled_mm: 16s
         w13t = [self.randn(2 * i, h, dtype=dtype).t() for _ in range(experts)]  # [out, in]^T
         w2t = [self.randn(h, i, dtype=dtype).t() for _ in range(experts)]
         x, a = self.randn(rows, h, dtype=dtype), self.randn(rows, i, dtype=dtype)

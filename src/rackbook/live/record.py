@@ -612,8 +612,7 @@ class Recorder:
 
     def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
         """The point's trace frames: one shard as imported, several merged on one clock."""
-        labels = {"config": pt.config, **dict(pt.labels)}
-        labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
+        labels = {"config": pt.config} | {k: v for k, v in pt.labels if k != "batch_size"}
         paths = [raw_file(self.raw / "serve" / name, True) for name in pt.raw_names()]
         docs = [jsonstream.load(path) for path in paths]
         frames = [
@@ -651,10 +650,9 @@ class Recorder:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in jsonstream.load(mpath)["servers"]:
-            got = {at: e[at] for at in ("before", "after")}
             at = {"point_id": pid, "server": e["server"]}
-            rows += [at | {"phase": k} | s for k, ss in got.items() for s in ss]
-            hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
+            rows += [at | {"phase": k} | s for k in ("before", "after") for s in e[k]]
+            hits += counter_delta(e["before"], e["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
