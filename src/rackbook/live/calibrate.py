@@ -293,8 +293,7 @@ def measure(
 
 @dataclass(frozen=True)
 class Catalog:
-    """The model's shapes; ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s per
-    GPU; None where unknown); ``source``: how the catalogs were read."""
+    """Model shapes; ``gpus``: id -> name, data sheet (TB/s, TFLOP/s; None: unknown); ``source``."""
 
     model: str
     shapes: dict[str, int]
@@ -310,8 +309,7 @@ SHAPES = tuple(
 
 
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute);
-    :class:`InputError` unless each shape is a positive int."""
+    """A :class:`Catalog` of a ``ModelSpec`` and ``gpus`` (by attribute); InputError: shape <= 0."""
     shapes = {
         k: getattr(model.moe if k.startswith("moe") else model.architecture, k) for k in SHAPES
     }
@@ -333,8 +331,7 @@ class _Yaml(dict):
 
 
 def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
-    """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
-    with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
+    """:func:`catalog_from_specs` on data/ read by PyYAML, unvalidated (no pydantic); any case."""
     import yaml
 
     data = paths.DATA if data is None else data
@@ -354,8 +351,7 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
-    ``h200``); None for a PCIe/NVL variant or an unknown chip."""
+    """Catalog id of the chip in ``device_name`` (NVIDIA H200: h200); None: PCIe/NVL or unknown."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
     chips = [w for w in words if re.fullmatch(r"G?[A-Z]\d{3}[A-Z]?", w)]
     if not chips or {"PCIE", "NVL"} & set(words):  # another product, another data sheet

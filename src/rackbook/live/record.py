@@ -147,8 +147,7 @@ def raw_file(path: Path, need: bool = False) -> Path:
 
 
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
-    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): keep, rerun,
-    accept (flagged, --accept-invalid) or refuse."""
+    """keep, rerun, accept (--accept-invalid) or refuse after ``attempt`` flagged ``reason``."""
     if reason is None:
         return "keep"
     return "rerun" if attempt < MAX_ATTEMPTS else "accept" if accept_invalid else "refuse"
@@ -469,8 +468,7 @@ class Recorder:
     def judge(
         self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
     ) -> bool:
-        """Record attempt ``attempt`` (1-based; ``reason`` None: passed): True kept, False run
-        again (raw to ``rejected/``); :class:`InputError` when refused."""
+        """Record ``attempt``: True kept, False rerun (raw to rejected/); refused: InputError."""
         action = decide(reason, attempt, self.accept_invalid)
         info, kept = self.info, action in ("keep", "accept")
         v = info["validity"].get(point_id) if attempt > 1 else None

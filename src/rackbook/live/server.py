@@ -116,8 +116,7 @@ class CpuLayout:
 
 
 def cpu_layout(on_cpu: bool, attached: bool = False) -> CpuLayout:
-    """The layout ``$RACKBOOK_LIVE_CPUS`` asks for; ``attached``: --endpoint servers (never
-    pinned). Raises :class:`InputError` on a bad setting."""
+    """The layout ``$RACKBOOK_LIVE_CPUS`` asks for (``attached``: none); InputError on a bad one."""
     raw = os.environ.get(CPUS_ENV, "auto")
     text, avail = raw.strip().lower() or "auto", frozenset(os.sched_getaffinity(0))
     auto = text == "auto"
