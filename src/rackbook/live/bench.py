@@ -1,7 +1,6 @@
-"""The clients: ``vllm bench serve`` in-process (imported once, about 9 s; vLLM's own parser and
-``main`` per point, so the result JSON is the one ``vllm bench serve FLAGS`` writes), its shard
-processes, and a fixed-batch offline engine (``vllm.LLM`` here, :data:`OFFLINE_NOTE`) whose raw
-JSON has ``--save-detailed``'s keys."""
+"""The clients: ``vllm bench serve`` in-process (imported once, about 9 s; vLLM's parser and
+``main`` per point: the JSON ``vllm bench serve FLAGS`` writes), its shard processes, and a
+fixed-batch offline engine (``vllm.LLM`` here, :data:`OFFLINE_NOTE`) with the same JSON keys."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ FLAGS = (
 def bench_argv(
     pt: PlanPoint, url: str, model: str, served: str, result: Path, meta: Meta = ()
 ) -> list[str]:
-    """``vllm bench serve`` flags of ``pt`` against ``url`` (random dataset, ignore-eos, all
-    requests at once, no ready check: it would cache request 0 first); its result ``result``."""
+    """``vllm bench serve`` flags of ``pt`` at ``url`` (random prompts, at once) into ``result``."""
     extra = f" --random-prefix-len {pt.prefix_len}" if pt.prefix_len else ""
     extra += "" if pt.concurrency is None else f" --max-concurrency {pt.concurrency}"
     fill = {"url": url, "model": model, "served": served, "dir": result.parent, "name": result.name}
@@ -257,8 +255,7 @@ class OfflineEngine:
         self._calls = 0
 
     def _timed_batch(self, prompts: list[list[int]], max_tokens: int) -> dict[str, Any]:
-        """``LLM.generate``'s loop, each token timed when ``step()`` returns it: wall start
-        (epoch s), total s, and per request lengths, first-token, finish and gap seconds."""
+        """LLM.generate's loop, tokens timed when step() returns them (start: epoch s; seconds)."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -302,8 +299,7 @@ class OfflineEngine:
         seed: int = 0,
         warmup: bool = True,
     ) -> dict[str, Any]:
-        """The raw result (seconds, tokens) of ``repeats`` rounds of (prefill call, decode
-        call) on ``batch`` fresh seeded prompts each; ``duration``: the decode calls' sum."""
+        """Raw result of ``repeats`` rounds (prefill call, decode call) of ``batch`` new prompts."""
         base, shape = seed * 1_000_000 + batch * 1000, (batch, input_len)  # token ids, seeded
         rngs = [np.random.default_rng(base + j) for j in range(2 * repeats + 1)]
         prompts = [rng.integers(LOW_ID, HIGH_ID, size=shape).tolist() for rng in rngs]

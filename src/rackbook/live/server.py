@@ -1,8 +1,7 @@
 """A real ``vllm serve`` that nothing outlives: its own process group, stopped whole (SIGTERM,
-then SIGKILL after a grace period) on every way out: context manager, SIGINT/SIGTERM handlers,
-``atexit``, and ``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL. Its CPU cores: on
-vLLM's CPU backend the engine busy-polls and starves whatever shares its cores, so the API
-server and bench client (``front``) get their own (:data:`CPUS_ENV`)."""
+then SIGKILL after a grace period) on every way out: SIGINT/SIGTERM handlers, ``atexit``, and
+``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL. Its CPU cores: vLLM's CPU engine
+busy-polls, so the API server and bench client (``front``) get their own (:data:`CPUS_ENV`)."""
 
 from __future__ import annotations
 
