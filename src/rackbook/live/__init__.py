@@ -107,10 +107,8 @@ def recorder_argv(
     argv = [scenario, *(w for url in endpoints for w in ("--endpoint", str(url)))]
     if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    argv += ["-o", str(output)]
-    argv += [
-        w for k, v in (parameters or {}).items() if v is not None for w in ("-p", k, _value(v))
-    ]
+    given = {k: v for k, v in (parameters or {}).items() if v is not None}
+    argv += ["-o", str(output), *(w for k, v in given.items() for w in ("-p", k, _value(v)))]
     return argv + ["--resume"] * resume
 
 

@@ -934,8 +934,7 @@ def record(args: argparse.Namespace) -> Path:
 def attach(
     sc: Scenario, urls: list[str], params: dict[str, str]
 ) -> tuple[Scenario, dict[str, Any]]:
-    """The scenario fitted to running endpoints (model and context limit from ``/v1/models``
-    unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them."""
+    """The scenario fitted to the endpoints' model and context limit (-p wins); run.json server."""
     key = api_key()
     models = {u: served_model(u, key) for u in dict.fromkeys(urls)}
     ids = sorted({m.id for m in models.values()})

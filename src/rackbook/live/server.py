@@ -355,8 +355,7 @@ _DEFERRED = 0  # depth of deferred_signals blocks: while > 0 a signal is only re
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """SIGINT/SIGTERM only recorded in the block (raised in a half-done import, they could abort
-    the interpreter); the wait loop and the block's end act on them."""
+    """SIGINT/SIGTERM only recorded in the block (a cut import could abort); acted on after."""
     global _DEFERRED
     _DEFERRED += 1
     try:
