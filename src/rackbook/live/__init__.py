@@ -137,8 +137,7 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
 
 
 def record_trace(scenario: str, *, output: str | Path, **options: Any) -> Path:
-    """Record ``scenario`` into ``output`` in .venv-live (``options``: :func:`recorder_argv`'s; no
-    ``endpoints``: servers on 127.0.0.1); the trace's path. Its error line: an InputError."""
+    """Path of the trace of ``scenario`` recorded in .venv-live (``options``: recorder_argv's)."""
     _check_venv()
     out = resolve(output)
     argv = recorder_argv(scenario, output=out, **options)

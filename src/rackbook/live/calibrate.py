@@ -496,8 +496,7 @@ def calibrate(
 
 
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
-    """``rackbook calibrate [--device D] [--quick] -o DIR [--save-json FILE]`` or ``--from-json
-    FILE -o DIR``; ``-o`` checked and locked before any kernel runs."""
+    """``rackbook calibrate``: ``-o`` checked and locked before any kernel runs (or --from-json)."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
     if args.from_json is not None:

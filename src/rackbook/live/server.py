@@ -180,8 +180,7 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on 127.0.0.1; the API key only in ``VLLM_API_KEY``.
-    ``cpus`` pins the group at start; ``front_cpus`` takes the API server once healthy."""
+    """``vllm serve MODEL``'s process group on 127.0.0.1; the key in VLLM_API_KEY; pinned cores."""
 
     def __init__(
         self,
@@ -287,8 +286,7 @@ class VllmServer:
         return "\n".join(list(self._tail)[-n:])
 
     def wait_healthy(self) -> float:
-        """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
-        raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
+        """Seconds to a 200 from ``GET /health``; ServerError (group stopped) on exit or timeout."""
         assert self.proc is not None, "start() first"
         timeout_s, next_note = STARTUP_TIMEOUT_S, self.started_at + 10.0
         while True:
@@ -396,8 +394,7 @@ def install_signal_handlers() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rackbook.live.server MODEL [--hold S] [--status FILE] -- SERVE_ARGS...``:
-    start a server, write its info to FILE once healthy, hold it S seconds, stop it."""
+    """``python -m rackbook.live.server MODEL [--hold S] [--status F] -- ARGS``: a held server."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m rackbook.live.server")
