@@ -109,8 +109,7 @@ class BenchClient:
         """Run one point with flags ``argv`` (presampled prompts reused); vLLM's result dict."""
         self.preload()
         args = self._parser.parse_args(list(argv))
-        buf = io.StringIO()
-        cached = self._samples.get(tuple(argv))
+        buf, cached = io.StringIO(), self._samples.get(tuple(argv))
         draw = self._serve.get_samples
         if cached is not None:
             self._serve.get_samples = lambda *_a, **_k: list(cached[0])

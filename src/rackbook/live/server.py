@@ -200,8 +200,7 @@ class VllmServer:
         self.port, self.log_path, self.grace_s = port or free_port(), Path(log_path), grace_s
         self.env = vllm_environ()
         self.key = api_key(self.env)
-        if self.key:
-            self.env["VLLM_API_KEY"] = self.key
+        self.env |= {"VLLM_API_KEY": self.key} if self.key else {}
         self.cpus, self.front_cpus = (frozenset(c) if c else None for c in (cpus, front_cpus))
         self.affinity: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
