@@ -116,7 +116,7 @@ def tiny_model() -> Path:
     """The live tests' tiny random-weight MoE model folder (written once per session)."""
     import subprocess
 
-    from rackbook.live import live_python
+    from rackbook.live.envfile import live_python
     from rackbook.paths import ROOT, TINY_MODEL
 
     r = subprocess.run(

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rackbook.live import live_python
-from rackbook.live import vllm_environ as _vllm_environ
+from rackbook.live.envfile import live_python
+from rackbook.live.envfile import vllm_environ as _vllm_environ
 from rackbook.live.server import group_members
 
 #: The held server's API key (:func:`hold_server`; a test value, no real key).

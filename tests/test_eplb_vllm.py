@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rackbook.live import live_python
+from rackbook.live.envfile import live_python
 from rackbook.physics import eplb
 
 _RUNNER = r"""

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from rackbook.core import calibration
-from rackbook.live import LIVE_VENV, live_python
+from rackbook.live.envfile import LIVE_VENV, live_python
 from rackbook.paths import ROOT
 
 pytestmark = [

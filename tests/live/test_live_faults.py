@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from livehelp import SECRET, accept_each, alive, vllm_environ, wait_for
 
-from rackbook.live import LIVE_VENV, live_python, live_venv_ready
+from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready
 from rackbook.live.server import group_members
 from rackbook.paths import TINY_MODEL
 

@@ -19,7 +19,7 @@ import pytest
 from livehelp import SECRET, vllm_environ
 
 from rackbook.core.provenance import expand_repo
-from rackbook.live import LIVE_VENV, live_venv_ready
+from rackbook.live.envfile import LIVE_VENV, live_venv_ready
 from rackbook.live.server import group_members
 from rackbook.paths import RESULTS, ROOT, TINY_MODEL
 

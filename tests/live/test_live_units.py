@@ -11,7 +11,7 @@ import pytest
 
 from rackbook.errors import InputError
 from rackbook.inputs.scenarios import DecodeParity, scenario
-from rackbook.live import api_key, read_env_file, redact
+from rackbook.live.envfile import api_key, read_env_file, redact
 from rackbook.live.record import Recorder, counter_delta, parse_metrics, scrape
 from rackbook.live.server import VllmServer, free_port, group_members
 

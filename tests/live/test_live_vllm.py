@@ -20,7 +20,7 @@ import pytest
 from livehelp import SECRET, alive, kill_group, vllm_environ, wait_for
 
 from rackbook.core.provenance import expand_repo
-from rackbook.live import LIVE_VENV, live_python, live_venv_ready
+from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready
 from rackbook.live.server import group_members
 from rackbook.paths import ROOT
 

@@ -9,6 +9,7 @@ import functools
 import io
 import os
 import shlex
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rackbook.errors import InputError
-from rackbook.live import api_key, redact
+from rackbook.live.envfile import api_key, redact
 
 if TYPE_CHECKING:
     from rackbook.inputs.scenarios import PlanPoint
 
-Meta = Sequence[tuple[str, str]]  # --metadata KEY=VALUE pairs
 #: A point's ``vllm bench serve`` flags (--model: the client's tokenizer), split, then filled in.
 FLAGS = (
     "--backend vllm --base-url {url} --model {model} --served-model-name {served} --dataset-name "
@@ -35,7 +35,7 @@ FLAGS = (
 
 
 def bench_argv(
-    pt: PlanPoint, url: str, model: str, served: str, result: Path, meta: Meta = ()
+    pt: PlanPoint, url: str, model: str, served: str, result: Path, meta: Sequence[Any] = ()
 ) -> list[str]:
     """``vllm bench serve`` flags of ``pt`` at ``url`` (random prompts, at once) into ``result``."""
     extra = f" --random-prefix-len {pt.prefix_len}" if pt.prefix_len else ""
@@ -159,8 +159,6 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shard_main(conn: Any, log_path: str) -> None:
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the recorder handles Ctrl-C and stops us
     client = BenchClient(log_path)
     conn.send(("ready", client.preload()))
@@ -314,8 +312,7 @@ class OfflineEngine:
 
         in_lens, out_lens = joined("prompt_lens"), joined("output_lens")
         decode_walls = [r["seconds"] for r in rounds]
-        n = batch * repeats
-        duration = float(sum(decode_walls))
+        n, duration = batch * repeats, float(sum(decode_walls))
         return {
             "format": "rackbook-offline-fixed-batch/3",
             "note": OFFLINE_NOTE,

@@ -330,11 +330,10 @@ class _Yaml(dict):
     __getattr__ = dict.get
 
 
-def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
+def catalog_from_yaml(model: str, data: Path = paths.DATA) -> Catalog:
     """:func:`catalog_from_specs` on data/ read by PyYAML, unvalidated (no pydantic); any case."""
     import yaml
 
-    data = paths.DATA if data is None else data
     files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
     key = model.lower().split("/")[-1]
     if key not in files:

@@ -1,8 +1,7 @@
 """``rackbook record SCENARIO`` in .venv-live: ``vllm serve`` per phase on 127.0.0.1 (or --endpoint
-URLs), raw artifacts kept in ``OUT.raw/``, converted by the vllm-bench importer into the trace
-``OUT``. A point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid.
-One idea: one recording, from its plan through the servers and record.json to its trace,
-read in one place so that a resumed run decides as the first did."""
+URLs), raw artifacts in ``OUT.raw/``, the trace ``OUT`` by the vllm-bench importer. A point over
+2 % flagged runs once more, then stops (exit 2) unless --accept-invalid. One idea: one recording,
+plan to servers to record.json to trace, read in one place so a resumed run decides as the first."""
 
 from __future__ import annotations
 
@@ -44,8 +43,9 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import api_key, bench, redact, urlopen, vllm_environ
+from rackbook.live import bench
 from rackbook.live import server as server_mod
+from rackbook.live.envfile import api_key, redact, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
@@ -71,11 +71,8 @@ METRICS_KEPT = tuple(
     time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
     request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
 )
-_SAMPLE = re.compile(
-    r"^(vllm:(?:KEPT)[a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$".replace(
-        "KEPT", "|".join(METRICS_KEPT)
-    )
-)
+_KEPT = "|".join(METRICS_KEPT)
+_SAMPLE = re.compile(rf"^(vllm:(?:{_KEPT})[a-zA-Z0-9_:]*)(\{{[^}}]*\}})?\s+(\S+)(?:\s+\d+)?$")
 
 
 #: One ``/metrics`` sample: ``metric`` name, ``labels`` as text (``{a="b",...}`` or ""), ``value``.
@@ -397,8 +394,7 @@ class Recorder:
             ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
             warm_s += self._probe(pt, live, "before", 0, 0, warm_prefix, u, model, ids)
         before = [self._probe(pt, live, "before", 0, 0, scrape, u) for u in use]
-        t0 = time.monotonic()
-        error = None
+        t0, error = time.monotonic(), None
         try:
             if live.pool is None:
                 summaries = [bench.summary(live.client.run(argvs[0]))]
@@ -525,9 +521,8 @@ class Recorder:
         tails = {s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers}
         self.info["failures"].append(
             {"point_id": pt.point_id, "time": _now(), "reason": reason}
-            | {"requests_completed": completed, "requests_failed": failed}
-            | {"requests_planned": pt.num_prompts * pt.shards, "raw": moved}
-            | {"server_log_tail": tails}
+            | {"requests_completed": completed, "requests_failed": failed, "raw": moved}
+            | {"requests_planned": pt.num_prompts * pt.shards, "server_log_tail": tails}
         )
         self._save_info()
         why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
@@ -909,9 +904,8 @@ def record(args: argparse.Namespace) -> Path:
     if bad := [u for u in args.endpoint if not u.startswith(("http://", "https://"))]:
         raise InputError("--endpoint", bad[0], "expected an http:// or https:// URL")
     sc = scenario(args.scenario, params, check=not args.endpoint)
-    server = None
-    if args.endpoint:
-        sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
+    urls = [u.rstrip("/") for u in args.endpoint]
+    sc, server = attach(sc, urls, params) if urls else (sc, None)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
     rec = Recorder(
         sc,

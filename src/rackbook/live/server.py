@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from rackbook.errors import InputError
-from rackbook.live import LIVE_VENV, api_key, redact, urlopen, vllm_environ
+from rackbook.live.envfile import LIVE_VENV, api_key, redact, urlopen, vllm_environ
 
 STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
 GRACE_S = 10.0  # s between SIGTERM and SIGKILL
