@@ -1164,7 +1164,7 @@ def test_prom_malformed_lines_are_skipped():
             "vllm:num_requests_waiting 3",
         ]
     )
-    got = [(s.metric, s.labels, s.value) for s in parse_metrics(text)]
+    got = [(s["metric"], s["labels"], s["value"]) for s in parse_metrics(text)]
     assert got == [
         ("vllm:prompt_tokens_total", '{model_name="m"}', 128.0),
         ("vllm:prompt_tokens_total", '{model_name="n"}', 2.0),

@@ -263,37 +263,27 @@ def test_a_folder_of_the_users_is_refused_before_any_work(run_cli, tmp_path) -> 
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
 
 
-class _Stream:
-    """A stand-in for stderr: a terminal or not."""
+class _Bench:
+    """calibrate.Bench without torch: every kernel takes 1 ms."""
 
-    def __init__(self, tty: bool) -> None:
-        self.tty, self.text = tty, []
+    def __init__(self, *_a) -> None:
+        self.cache: dict = {}
 
-    def isatty(self) -> bool:
-        return self.tty
-
-    def write(self, text: str) -> int:
-        self.text.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
+    def time(self, case) -> float:
+        return 1e-3
 
 
-@pytest.mark.parametrize("tty", [False, True])
-def test_the_progress_bar_is_drawn_only_on_a_terminal(tty, monkeypatch) -> None:
-    """A terminal gets tqdm's bar (carriage returns); a log file or a pipe a plain line per
-    kernel, with no carriage return."""
-    err = _Stream(tty)
-    monkeypatch.setattr(sys, "stderr", err)
-    bar = calibrate.progress_bar(3)
-    bar.set_description("hbm_read fp32")
-    bar.update(1)
-    bar.close()
-    drawn = "".join(err.text)
-    assert ("\r" in drawn) is tty, drawn
-    if not tty:
-        assert drawn == "calibrate: 1/3 hbm_read fp32\n"
+def test_progress_is_a_plain_line_per_kernel(monkeypatch, capsys) -> None:
+    """A line per kernel on stderr (a log file, a pipe or a terminal alike), never a carriage
+    return; the rows are the kernels' in plan order."""
+    monkeypatch.setattr(calibrate, "Bench", _Bench)
+    hbm = calibrate.Case("hbm_read", "fp32", 1 << 20, 1 << 20, None)
+    cases = [hbm, calibrate.Case("dense_gemm", "fp32", 256, None, 2.0 * 256**3)]
+    rows = calibrate.measure(cases, None, "cpu", {})
+    assert [r["family"] for r in rows] == ["hbm_read", "dense_gemm"]
+    assert [r["seconds"] for r in rows] == [1e-3, 1e-3]
+    err = capsys.readouterr().err
+    assert err == "calibrate: 1/2 hbm_read fp32 1,048,576\ncalibrate: 2/2 dense_gemm fp32 256\n"
 
 
 def test_a_calibration_without_a_data_sheet_says_why_in_a_whole_sentence(tmp_path) -> None:

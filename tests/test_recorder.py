@@ -158,7 +158,8 @@ def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -
     monkeypatch.setattr(recorder, "group_members", lambda pgid: [])
     monkeypatch.setattr(recorder, "on_cpu", lambda: False)
     counter = iter([0.0, 40.0])  # vllm:generation_tokens_total before and after the point
-    sample = lambda u, key: [recorder.Sample("vllm:generation_tokens_total", "{}", next(counter))]  # noqa: E731
+    gen = {"metric": "vllm:generation_tokens_total", "labels": "{}"}
+    sample = lambda u, key: [gen | {"value": next(counter)}]  # noqa: E731
     monkeypatch.setattr(recorder, "scrape", sample)
     monkeypatch.setattr(recorder.Recorder, "point_refusal", lambda self, phase, pt: None)
     rec = recorder.Recorder(SingleUser(num_requests=3), tmp_path / "t", progress=False)
@@ -181,3 +182,46 @@ def test_the_phase_loop_starts_warms_measures_and_stops(tmp_path, monkeypatch) -
     assert phase["servers"][0]["started_by_recorder"] is True
     assert phase["servers"][0]["sigkill_needed"] is False
     assert info["points_kept"] == ["single-user"]
+
+
+def test_the_offline_sweep_records_each_batch_once_kept(tmp_path, monkeypatch) -> None:
+    """Recorder.run_offline with the offline engine's loop but no vLLM (rounds of steady
+    tokens): one raw file and one kept point per batch size, the engine's command and the
+    recorder's cores (a cpu list, not a Python set) in record.json."""
+    from rackbook.inputs.scenarios import DecodeParity
+    from rackbook.live import bench
+
+    def timed(self, prompts, max_tokens) -> dict:
+        n = len(prompts)
+        gaps = [[0.01] * (max_tokens - 1) for _ in prompts]
+        late = 0.01 * max_tokens
+        lens = {"prompt_lens": [len(p) for p in prompts], "output_lens": [max_tokens] * n}
+        times = {"ttfts": [0.01] * n, "latencies": [late] * n, "itls": gaps}
+        return {"start": 1.0, "seconds": late, **lens, **times}
+
+    real = bench.OfflineEngine
+
+    def engine(args) -> bench.OfflineEngine:
+        eng = object.__new__(real)
+        eng.args, eng.init_s = args, 0.5
+        return eng
+
+    monkeypatch.setattr(bench.OfflineEngine, "_timed_batch", timed)
+    monkeypatch.setattr(bench, "OfflineEngine", engine)
+    monkeypatch.setattr(recorder, "on_cpu", lambda: False)
+    sc = DecodeParity(batch_sizes=(2, 4), input_len=8, output_len=16, prompts_per_batch=2)
+    rec = recorder.Recorder(sc, tmp_path / "t", progress=False)
+    rec.raw.mkdir(parents=True)
+    rec.run_offline()
+    rec._save_info()
+    info = saved(rec)
+    assert info["points_kept"] == ["offline-b2", "offline-b4"]
+    assert sorted(p.name for p in (rec.raw / "offline").iterdir()) == ["b2.json", "b4.json"]
+    eng = info["engines"]["vllm-offline"]
+    assert "vllm.LLM(model=" in eng["command"] and "load_format='dummy'" in eng["command"]
+    assert (
+        eng["cpu_layout"].startswith("unpinned (recorder's cpus ") and "{" not in eng["cpu_layout"]
+    )
+    assert info["points"]["offline-b4"]["command"].startswith(eng["command"] + " .generate(B=4")
+    doc = json.loads((rec.raw / "offline" / "b4.json").read_text())
+    assert doc["completed"] == 8 and doc["total_output_tokens"] == 8 * 16

@@ -22,7 +22,9 @@ def _client(monkeypatch):
     parser.add_argument("--seed", type=int)
     c = BenchClient()
     c._serve, c._parser, c.import_s = serve, parser, 0.0
-    monkeypatch.setattr(c, "_sample", lambda argv: get_samples(parser.parse_args(argv), None))
+    monkeypatch.setattr(
+        c, "_sample", lambda argv: (get_samples(parser.parse_args(argv), None), None)
+    )
     return c, serve, drawn, get_samples
 
 

@@ -1,10 +1,10 @@
 """Live mode: traces recorded from real vLLM servers in .venv-live. Importing it imports no vllm
-or torch: ``rackbook record`` re-executes itself there; :func:`record_trace` runs it as a child.
-"""
+or torch: ``rackbook record`` re-executes itself there; :func:`record_trace` runs it as a child."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import shlex
@@ -20,7 +20,6 @@ from rackbook.errors import InputError
 from rackbook.live.envfile import LIVE_VENV, live_python, live_venv_ready, vllm_environ
 from rackbook.paths import resolve
 
-__all__ = ["cli_record", "record_trace", "recorder_argv"]
 #: The CLI in .venv-live (the recorder: its ``record`` verb).
 _CHILD = ("-m", "rackbook.cli")
 
@@ -46,10 +45,8 @@ def recorder_argv(
     argv = [scenario, *(w for url in endpoints for w in ("--endpoint", str(url)))]
     if serve:
         argv += ["--serve", serve if isinstance(serve, str) else shlex.join(map(str, serve))]
-    argv += ["-o", str(output)]
-    argv += [
-        w for k, v in (parameters or {}).items() if v is not None for w in ("-p", k, _value(v))
-    ]
+    given = {k: v for k, v in (parameters or {}).items() if v is not None}
+    argv += ["-o", str(output), *(w for k, v in given.items() for w in ("-p", k, _value(v)))]
     return argv + ["--resume"] * resume
 
 
@@ -68,37 +65,20 @@ def _run(cmd: list[str]) -> tuple[int, list[str], str]:
             rc = proc.wait()
         except KeyboardInterrupt:
             proc.send_signal(signal.SIGINT)  # the child stops its servers, then exits
-            while True:  # returning before it stops could orphan its servers
-                try:
+            while proc.returncode is None:  # returning before it stops could orphan its servers
+                with contextlib.suppress(KeyboardInterrupt):
                     proc.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue
             raise
         out.seek(0)
-        return (
-            rc,
-            out.read().decode("utf-8", "replace").splitlines(),
-            tail.decode("utf-8", "replace"),
-        )
+        lines = out.read().decode("utf-8", "replace").splitlines()
+        return rc, lines, tail.decode("utf-8", "replace")
 
 
-def record_trace(
-    scenario: str,
-    *,
-    output: str | Path,
-    endpoints: Iterable[str] = (),
-    serve: str | Iterable[str] | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    resume: bool = False,
-) -> Path:
-    """Record ``scenario`` into ``output`` with real vLLM in .venv-live; the trace's path. Its
-    one-line error becomes an :class:`InputError`; no ``endpoints``: servers on 127.0.0.1."""
+def record_trace(scenario: str, *, output: str | Path, **options: Any) -> Path:
+    """Path of the trace of ``scenario`` recorded in .venv-live (``options``: recorder_argv's)."""
     _check_venv()
     out = resolve(output)
-    argv = recorder_argv(
-        scenario, output=out, endpoints=endpoints, serve=serve, parameters=parameters, resume=resume
-    )
+    argv = recorder_argv(scenario, output=out, **options)
     rc, lines, err = _run([str(live_python()), *_CHILD, "record", *argv])
     if rc == 0:
         return Path(lines[-1]) if lines else out

@@ -11,7 +11,6 @@ import json
 import math
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -90,24 +89,19 @@ DENSE_N = (8192, 16384)
 def plan(device: str, shapes: Mapping[str, int], *, fp8: bool, quick: bool = False) -> list[Case]:
     """The kernels to time: CUDA the reference's sizes (``quick`` fewer); CPU small, FP32."""
     h, i, ihd = shapes["hidden_size"], shapes["moe_intermediate_size"], shapes["index_head_dim"]
-    cases: list[Case] = []
     if device == "cuda":
-        main, gemm_dtypes = "bf16", ["bf16"] + (["fp8"] if fp8 else [])
-        hbm = [8 << 30]
+        main, gemm_dtypes, hbm = "bf16", ["bf16"] + (["fp8"] if fp8 else []), 8 << 30
         dense = {d: [8192] if quick else list(DENSE_N) for d in gemm_dtypes}
         tokens = {d: [1, 128, 4096] if quick else list(EXPERT_TOKENS) for d in gemm_dtypes}
         keys = [SCAN_KEYS[0], SCAN_KEYS[-1]] if quick else list(SCAN_KEYS)
         pools = list(POOL_ROWS)
     else:
-        main = "fp32"
-        hbm = [64 << 20]
+        main, hbm = "fp32", 64 << 20
         dense = {"fp32": [256, 512], "bf16": [128]} | ({"fp8": [128]} if fp8 else {})
         tokens = {"fp32": [1, 16] if quick else [1, 4, 16]}
-        keys = [16384] if quick else [16384, 65536]
-        pools = [16384] if quick else [16384, 65536]
+        keys = pools = [16384] if quick else [16384, 65536]
     w = WIDTH[main]
-    for n in hbm:
-        cases += [Case("hbm_read", main, n, n, None), Case("hbm_copy", main, n, 2 * n, None)]
+    cases = [Case("hbm_read", main, hbm, hbm, None), Case("hbm_copy", main, hbm, 2 * hbm, None)]
     cases += [Case("dense_gemm", d, n, None, 2.0 * n**3) for d, ns in dense.items() for n in ns]
     cases += [
         Case("expert_gemm", d, m, 3 * h * i * WIDTH[d], 2.0 * m * h * 3 * i)
@@ -222,14 +216,12 @@ class Bench:
         if fam in ("hbm_read", "hbm_copy"):
             if cache.get("hbm_n") != n:
                 cache.clear()
-                elems = n // WIDTH[dtype]
-                x = t.empty(elems, device=self.device, dtype=self.dt(dtype))
+                x = t.empty(n // WIDTH[dtype], device=self.device, dtype=self.dt(dtype))
                 x.normal_(generator=self.gen)
                 cache.update(hbm_n=n, x=x, y=t.empty_like(x))
             x, y = cache["x"], cache["y"]
-            if fam == "hbm_read":
-                return self.timer(lambda: x.sum(dtype=t.float32))
-            return self.timer(lambda: y.copy_(x))
+            read, copy = (lambda: x.sum(dtype=t.float32)), (lambda: y.copy_(x))
+            return self.timer(read if fam == "hbm_read" else copy)
         cache.clear()
         if fam == "dense_gemm":
             a, b = self.randn(n, n, dtype=dtype), self.randn(n, n, dtype=dtype)
@@ -242,35 +234,29 @@ class Bench:
             dim = self.shapes["index_head_dim"]
             keys, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
             w = self.randn(heads, 1, dtype=dtype)
+            return self.timer(
+                self.graphed(lambda: t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK))
+            )
+        dim = self.shapes["head_dim"]  # sparse_attention, the last family (plan)
+        pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
+        idx = t.randint(0, n, (TOPK,), device=self.device, generator=self.gen)
+        scale = 1.0 / math.sqrt(dim)
 
-            def scan() -> Any:
-                return t.topk((t.relu(keys @ q.t()) @ w).view(-1), TOPK)
+        def attend() -> Any:
+            g = pool[idx]
+            return t.softmax(q @ g.t() * scale, dim=-1) @ g
 
-            return self.timer(self.graphed(scan))
-        if fam == "sparse_attention":
-            dim = self.shapes["head_dim"]
-            pool, q = self.randn(n, dim, dtype=dtype), self.randn(heads, dim, dtype=dtype)
-            idx = t.randint(0, n, (TOPK,), device=self.device, generator=self.gen)
-            scale = 1.0 / math.sqrt(dim)
-
-            def attend() -> Any:
-                g = pool[idx]
-                return t.softmax(q @ g.t() * scale, dim=-1) @ g
-
-            return self.timer(self.graphed(attend))
-        raise ValueError(f"unknown family {fam!r}")
+        return self.timer(self.graphed(attend))
 
     def expert(self, case: Case) -> float:
         """An expert's gate+up and down GEMMs over :data:`EXPERTS_CYCLED`; s per expert."""
         h, i = self.shapes["hidden_size"], self.shapes["moe_intermediate_size"]
-        dtype, m = case.dtype, case.size
-        rows = max(m, 16) if dtype == "fp8" else m  # _scaled_mm wants dimensions of 16s
-        experts = EXPERTS_CYCLED[self.device]
-        w13 = [self.randn(2 * i, h, dtype=dtype) for _ in range(experts)]  # [out, in]
-        w2 = [self.randn(h, i, dtype=dtype) for _ in range(experts)]
+        dtype, experts = case.dtype, EXPERTS_CYCLED[self.device]
+        rows = max(case.size, 16) if dtype == "fp8" else case.size  # _scaled_mm: 16s
+        w13t = [self.randn(2 * i, h, dtype=dtype).t() for _ in range(experts)]  # [out, in]^T
+        w2t = [self.randn(h, i, dtype=dtype).t() for _ in range(experts)]
         x, a = self.randn(rows, h, dtype=dtype), self.randn(rows, i, dtype=dtype)
         mm = self.mm(dtype)
-        w13t, w2t = [w.t() for w in w13], [w.t() for w in w2]
 
         def step() -> None:
             for e in range(experts):
@@ -283,63 +269,31 @@ class Bench:
 def measure(
     cases: list[Case], torch: Any, device: str, shapes: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """The kernels.parquet rows of ``cases`` (CUDA: after 1 s of GEMMs to raise the clocks)."""
+    """kernels.parquet rows of ``cases``, a stderr line each (CUDA: after 1 s of GEMMs)."""
     bench = Bench(torch, device, shapes)
     rows: list[dict[str, Any]] = []
-    bar = progress_bar(len(cases))
     try:
         if device == "cuda":
-            bar.set_description("spin-up")
             a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
             t0 = time.monotonic()
             while time.monotonic() - t0 < 1.0:
                 for _ in range(10):
                     a @ a
                 torch.cuda.synchronize()
-        for case in cases:
-            bar.set_description(f"{case.family} {case.dtype} {case.size:,}")
+        for i, case in enumerate(cases, 1):
             rows.append(row(case, bench.time(case)))
-            bar.update(1)
+            what = f"{case.family} {case.dtype} {case.size:,}"
+            print(f"calibrate: {i}/{len(cases)} {what}", file=sys.stderr, flush=True)
     finally:
-        bar.close()
         bench.cache.clear()
         if device == "cuda":
             torch.cuda.empty_cache()
     return rows
 
 
-class _Lines:
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.desc = total, 0, ""
-
-    def set_description(self, desc: str) -> None:
-        self.desc = desc
-
-    def update(self, n: int) -> None:
-        self.done += n
-        print(f"calibrate: {self.done}/{self.total} {self.desc}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        return None
-
-
-def progress_bar(total: int) -> Any:
-    """Progress on stderr: tqdm on a terminal, else a line per kernel."""
-    try:  # a file, a pipe or a closed stream is no terminal
-        terminal = sys.stderr.isatty()
-    except (AttributeError, ValueError, OSError):
-        terminal = False
-    if not terminal or importlib.util.find_spec("tqdm") is None:
-        return _Lines(total)
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True)
-
-
 @dataclass(frozen=True)
 class Catalog:
-    """The model's shapes; ``gpus``: catalog id -> name and data sheet (TB/s, dense TFLOP/s per
-    GPU; None where unknown); ``source``: how the catalogs were read."""
+    """Model shapes; ``gpus``: id -> name, data sheet (TB/s, TFLOP/s; None: unknown); ``source``."""
 
     model: str
     shapes: dict[str, int]
@@ -355,16 +309,14 @@ SHAPES = tuple(
 
 
 def catalog_from_specs(model: Any, gpus: Mapping[str, Any], source: str) -> Catalog:
-    """A :class:`Catalog` from a ``ModelSpec`` and the hardware ``gpus`` (read by attribute);
-    :class:`InputError` unless each shape is a positive int."""
+    """A :class:`Catalog` of a ``ModelSpec`` and ``gpus`` (by attribute); InputError: shape <= 0."""
     shapes = {
         k: getattr(model.moe if k.startswith("moe") else model.architecture, k) for k in SHAPES
     }
     for k, v in shapes.items():
         if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
-            raise InputError(
-                model.file, k, f"the model catalog gives {v!r}: calibrate needs it > 0"
-            )
+            why = f"the model catalog gives {v!r}: calibrate needs it > 0"
+            raise InputError(model.file, k, why)
     sheets = {}
     for gid, g in gpus.items():  # data sheet in TB/s and TFLOP/s
         tera = (g.hbm_bandwidth_bytes_per_s, g.dense_flops.bf16, g.dense_flops.fp8)
@@ -378,12 +330,10 @@ class _Yaml(dict):
     __getattr__ = dict.get
 
 
-def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
-    """:func:`catalog_from_specs` on ``data/models/MODEL.yaml`` and ``data/hardware.yaml`` read
-    with PyYAML, unvalidated (a device image without pydantic). ``model``: any case."""
+def catalog_from_yaml(model: str, data: Path = paths.DATA) -> Catalog:
+    """:func:`catalog_from_specs` on data/ read by PyYAML, unvalidated (no pydantic); any case."""
     import yaml
 
-    data = paths.DATA if data is None else data
     files = {p.stem.lower(): p for p in (data / "models").glob("*.yaml")}
     key = model.lower().split("/")[-1]
     if key not in files:
@@ -400,8 +350,7 @@ def catalog_from_yaml(model: str, data: Path | None = None) -> Catalog:
 
 
 def match_gpu(device_name: str, gpus: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The catalog id whose first word is the chip in ``device_name`` (``NVIDIA H200``:
-    ``h200``); None for a PCIe/NVL variant or an unknown chip."""
+    """Catalog id of the chip in ``device_name`` (NVIDIA H200: h200); None: PCIe/NVL or unknown."""
     words = re.split(r"[\s_\-/]+", device_name.upper())
     chips = [w for w in words if re.fullmatch(r"G?[A-Z]\d{3}[A-Z]?", w)]
     if not chips or {"PCIE", "NVL"} & set(words):  # another product, another data sheet
@@ -471,35 +420,12 @@ SMI_FIELDS = "name,driver_version,clocks.sm,clocks.mem,power.limit,memory.total"
 
 def nvidia_smi() -> str | None:
     """``nvidia-smi``'s :data:`SMI_FIELDS` line for GPU 0; None without it."""
-    if not shutil.which("nvidia-smi"):
-        return None
     cmd = ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader", "-i", "0"]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return out.strip().splitlines()[0] if out.strip() else None
-
-
-def _hardware(torch: Any, device: str, catalog: Catalog, notes: list[str]) -> dict[str, Any]:
-    if device != "cuda":
-        inv = hardware_inventory()
-        mem = inv.get("memory_bytes")
-        model = inv.get("cpu_model") or "unknown CPU"
-        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
-        notes.append(
-            "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
-            "BF16, no graphs); its fractions say nothing of a GPU."
-        )
-        hardware = f"{model}, {inv.get('cpu_cores')} cores{memory}"
-        return {"gpu": model, "hardware": hardware, "spec": None, "driver": None}
-    gpu = torch.cuda.get_device_name(0)
-    smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if (spec := device_spec(gpu, catalog)) is None:
-        notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
-    driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
-    return {"gpu": gpu, "hardware": f"{smi}; {sms} SMs", "spec": spec, "driver": driver}
 
 
 def calibrate(
@@ -523,7 +449,22 @@ def calibrate(
         plan(device, catalog.shapes, fp8=fp8, quick=quick), torch, device, catalog.shapes
     )
     wall = time.monotonic() - t0
-    hw = _hardware(torch, device, catalog, notes)
+    if device == "cuda":
+        gpu, sms = torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0)
+        smi = nvidia_smi() or f"{gpu} (nvidia-smi not found)"
+        if (spec := device_spec(gpu, catalog)) is None:
+            notes.append(f"{gpu!r} is not in data/hardware.yaml: no data sheet to compare with.")
+        driver = smi.split(",")[1].strip() if smi.count(",") >= 5 else None
+        hw = {"gpu": gpu, "hardware": f"{smi}; {sms.multi_processor_count} SMs", "spec": spec}
+    else:
+        inv, driver = hardware_inventory(), None
+        mem, cpu = inv.get("memory_bytes"), inv.get("cpu_model") or "unknown CPU"
+        memory = f", {mem / 2**30:.0f} GiB memory" if mem else ""
+        notes.append(
+            "CPU calibration: exercises the benchmarks (DRAM, not HBM; FP32 where CUDA times "
+            "BF16, no graphs); its fractions say nothing of a GPU."
+        )
+        hw = {"gpu": cpu, "hardware": f"{cpu}, {inv.get('cpu_cores')} cores{memory}", "spec": None}
     notes.append(
         f"Shapes from {catalog.model} ({catalog.source}); top-{TOPK} rows as the "
         f"reference measurement; {len(rows)} kernels timed in {wall:.0f} s"
@@ -532,7 +473,7 @@ def calibrate(
     versions = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda if device == "cuda" else None,
-        "driver": hw.pop("driver"),
+        "driver": driver,
         "python": sys.version.split()[0],
         "threads": torch.get_num_threads() if device == "cpu" else None,
     }
@@ -554,8 +495,7 @@ def calibrate(
 
 
 def cli_calibrate(args: argparse.Namespace, catalog: Callable[[], Catalog]) -> int:
-    """``rackbook calibrate [--device D] [--quick] -o DIR [--save-json FILE]`` or ``--from-json
-    FILE -o DIR``; ``-o`` checked and locked before any kernel runs."""
+    """``rackbook calibrate``: ``-o`` checked and locked before any kernel runs (or --from-json)."""
     output = None if args.output is None else Path(args.output).absolute()
     saved = None if args.save_json is None else Path(args.save_json).absolute()
     if args.from_json is not None:
@@ -630,8 +570,5 @@ def _sheet_text(spec: Mapping[str, Any] | None) -> str:
     if not spec:
         return "no data sheet: shares not given"
     parts = [f"catalog {spec.get('catalog')}", f"{spec['hbm_TBps']:g} TB/s"]
-    for k, name in (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8")):
-        v = spec.get(k)
-        if isinstance(v, int | float) and math.isfinite(v) and v > 0:
-            parts.append(f"{v:,.0f} TFLOP/s {name}")
-    return ", ".join(parts)
+    peaks = (("bf16_dense_TFLOPs", "BF16"), ("fp8_dense_TFLOPs", "FP8"))
+    return ", ".join(parts + [f"{v:,.0f} TFLOP/s {n}" for k, n in peaks if (v := spec.get(k))])

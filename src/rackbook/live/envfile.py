@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,8 +16,6 @@ LIVE_VENV = Path(os.environ.get("RACKBOOK_LIVE_VENV", ROOT / ".venv-live"))
 VLLM_ENV_FILE = ROOT / "env" / "live" / "vllm.env"
 #: Where the API key is read from, first set wins; it is never written anywhere.
 API_KEY_VARS = ("RACKBOOK_API_KEY", "OPENAI_API_KEY", "VLLM_API_KEY")
-
-_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 def live_python() -> Path:
@@ -42,10 +39,10 @@ def read_env_file(path: str | Path = VLLM_ENV_FILE) -> dict[str, str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        m = _LINE.match(line)
-        if not m:
+        key, eq, value = line.partition("=")
+        if not (eq and key.isascii() and key.isidentifier()):
             raise InputError(path, f"line {n}", f"not KEY=VALUE: {line[:40]!r}")
-        out[m.group(1)] = m.group(2).strip().strip("'\"")
+        out[key] = value.strip().strip("'\"")
     return out
 
 
@@ -70,13 +67,6 @@ def urlopen(url: str, key: str | None, timeout: float, body: bytes | None = None
     return urllib.request.urlopen(req, timeout=timeout)  # noqa: S310 (the user's endpoint)
 
 
-class Redactor:
-    """Replaces secrets (the API key; 4 characters or more) by ``<redacted>`` in text."""
-
-    def __init__(self, secrets: list[str | None]) -> None:
-        self.secrets = [s for s in secrets if s and len(s) >= 4]
-
-    def __call__(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "<redacted>")
-        return text
+def redact(text: str, key: str | None) -> str:
+    """``text`` with the API key ``key`` (4 characters or more) replaced by ``<redacted>``."""
+    return text.replace(key, "<redacted>") if key and len(key) >= 4 else text

@@ -1,8 +1,7 @@
 """``rackbook record SCENARIO`` in .venv-live: ``vllm serve`` per phase on 127.0.0.1 (or --endpoint
-URLs), raw artifacts kept in ``OUT.raw/``, converted by the vllm-bench importer into the trace
-``OUT``. A point over 2 % flagged runs once more, then stops (exit 2) unless --accept-invalid.
-One idea: one recording, from its plan through the servers and record.json to its trace,
-read in one place so that a resumed run decides as the first did."""
+URLs), raw artifacts in ``OUT.raw/``, the trace ``OUT`` by the vllm-bench importer. A point over
+2 % flagged runs once more, then stops (exit 2) unless --accept-invalid. One idea: one recording,
+plan to servers to record.json to trace, read in one place so a resumed run decides as the first."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ import http.client
 import importlib.metadata as md
 import json
 import math
+import operator
 import os
 import re
 import shlex
@@ -22,9 +22,10 @@ import sys
 import time
 import urllib.error
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -42,11 +43,9 @@ from rackbook.inputs.scenarios import (
     fit_endpoint,
     scenario,
 )
-from rackbook.live import bench, cpus
+from rackbook.live import bench
 from rackbook.live import server as server_mod
-from rackbook.live.envfile import Redactor, api_key, urlopen, vllm_environ
-from rackbook.live.offline import NOTE as OFFLINE_NOTE
-from rackbook.live.offline import OfflineConfig, OfflineEngine
+from rackbook.live.envfile import api_key, redact, urlopen, vllm_environ
 from rackbook.live.server import ServerError, VllmServer, group_members, stop_all
 from rackbook.paths import ROOT, TINY_MODEL, resolve
 
@@ -72,33 +71,22 @@ METRICS_KEPT = tuple(
     time_to_first_token_seconds e2e_request_latency_seconds inter_token_latency_seconds
     request_prefill_time_seconds request_decode_time_seconds iteration_tokens_total""".split()
 )
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\d+)?$")
+_KEPT = "|".join(METRICS_KEPT)
+_SAMPLE = re.compile(rf"^(vllm:(?:{_KEPT})[a-zA-Z0-9_:]*)(\{{[^}}]*\}})?\s+(\S+)(?:\s+\d+)?$")
 
 
-class Sample(NamedTuple):
-    """One ``/metrics`` sample: metric name, labels as text (``{a="b",...}`` or ""), value."""
-
-    metric: str
-    labels: str
-    value: float
+#: One ``/metrics`` sample: ``metric`` name, ``labels`` as text (``{a="b",...}`` or ""), ``value``.
+Sample = dict[str, Any]
 
 
 def parse_metrics(text: str) -> list[Sample]:
     """Samples of :data:`METRICS_KEPT` in ``text``; bad lines, NaN, buckets skipped."""
     out = []
-    for line in text.splitlines():
-        m = _SAMPLE.match(line.strip())
-        if not m or line.startswith("#"):
-            continue
-        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        short = name.removeprefix("vllm:")
-        if short == name or name.endswith(("_created", "_bucket")):
-            continue
-        if not short.startswith(METRICS_KEPT):
-            continue
+    for m in filter(None, (_SAMPLE.match(line.strip()) for line in text.splitlines())):
+        name, labels, value = m.groups()
         with contextlib.suppress(ValueError):
-            if not math.isnan(v := float(value)):
-                out.append(Sample(name, labels, v))
+            if not name.endswith(("_created", "_bucket")) and not math.isnan(v := float(value)):
+                out.append({"metric": name, "labels": labels or "", "value": v})
     return out
 
 
@@ -118,8 +106,9 @@ def scrape(base_url: str, key: str | None = None, timeout_s: float = 10.0) -> li
 
 def counter_delta(before: list[Sample], after: list[Sample], metric: str) -> float:
     """Sum over label sets of ``after - before`` for ``metric`` (a counter's increase)."""
-    b = {(s.metric, s.labels): s.value for s in before}
-    return sum(s.value - b.get((s.metric, s.labels), 0.0) for s in after if s.metric == metric)
+    b = {(s["metric"], s["labels"]): s["value"] for s in before}
+    key = operator.itemgetter("metric", "labels")
+    return sum(s["value"] - b.get(key(s), 0.0) for s in after if s["metric"] == metric)
 
 
 def versions() -> dict[str, str | None]:
@@ -154,18 +143,8 @@ def raw_file(path: Path, need: bool = False) -> Path:
     return path
 
 
-def point_validity(trace: Any) -> dict[str, dict[str, Any]]:
-    """run.json's ``validity``: per point, request counts, failed/flagged shares (0-1), reason."""
-    df = validity.point_validity(trace)
-    failed = df["requests"] - df["successful"]
-    df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
-    cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
-    return df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str}).to_dict("index")
-
-
 def decide(reason: str | None, attempt: int, accept_invalid: bool) -> str:
-    """After attempt ``attempt`` (1-based) with validity ``reason`` (None: passed): keep, rerun,
-    accept (flagged, --accept-invalid) or refuse."""
+    """keep, rerun, accept (--accept-invalid) or refuse after ``attempt`` flagged ``reason``."""
     if reason is None:
         return "keep"
     return "rerun" if attempt < MAX_ATTEMPTS else "accept" if accept_invalid else "refuse"
@@ -190,15 +169,6 @@ def duty_cycle(windows_s: float, t_up: float, t_wall0: float) -> dict[str, float
         "duty_cycle": windows_s / max(t_end - t_up, 1e-9),
         "wall_s": t_end - t_wall0,
     }
-
-
-def hold_after(point_id: str) -> None:
-    want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
-    if not folder or want != point_id:
-        return
-    (Path(folder) / f"{point_id}.kept").touch()
-    while not (Path(folder) / "go").exists():
-        time.sleep(0.05)
 
 
 def _say(msg: str) -> None:
@@ -252,7 +222,6 @@ class Recorder:
         self.endpoints = [e.rstrip("/") for e in (endpoints or [])]
         self.serve_extra = serve_extra or []
         self.key = api_key()
-        self.redact = Redactor([self.key])
         self.server: dict[str, Any] | None = None
         self.phases = sc.phases()
         self.info: dict[str, Any] = {"scenario": sc.name, "parameters": sc.parameters()}
@@ -265,13 +234,13 @@ class Recorder:
                 raise InputError(old, "parameters", why)
             keys = (*RECORD_KEYS, "commands")  # what earlier sessions recorded
             self.info |= {k: prev[k] for k in keys if k in prev}
-        self.commands: list[str] = list(self.info.get("commands", []))
+        self.commands: list[str] = self.info.setdefault("commands", [])
         need = sum(p.servers for p in self.phases)
         if self.endpoints and len(self.endpoints) != need:
             labels = ", ".join(f"{p.label} x{p.servers}" for p in self.phases)
             why = f"{sc.name} uses {need} server(s) ({labels}); got {len(self.endpoints)} URLs"
             raise InputError("--endpoint", "-", why)
-        self.cpu_layout = cpus.resolve(on_cpu(), attached=bool(self.endpoints))
+        self.cpu_layout = server_mod.cpu_layout(on_cpu(), attached=bool(self.endpoints))
         self.info["cpu_layout"] = self.cpu_layout.describe()
         session = {"started": _now(), "resume": resume, "accept_invalid": accept_invalid}
         self.info["sessions"].append(session | {"cpu_layout": self.cpu_layout.label()})
@@ -281,7 +250,6 @@ class Recorder:
         return tqdm(total=total, desc=desc, unit="point", disable=off, file=err, dynamic_ncols=True)
 
     def _save_info(self) -> None:
-        self.info["commands"] = self.commands
         fsio.atomic_write_json(self.raw / "record.json", provenance.scrub(self.info))
 
     def _log_name(self, phase: Phase, k: int) -> str:
@@ -298,14 +266,6 @@ class Recorder:
         meta += (*pt.labels, *((("shard", str(k)),) if pt.shards > 1 else ()))
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
         return bench.bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
-
-    def _engine_cpus(self, k: int, n: int) -> frozenset[int] | None:
-        """Engine cores of replica ``k`` of ``n``: its share when each gets two, else all."""
-        eng = self.cpu_layout.engine
-        if eng is None or n == 1 or len(eng) < 2 * n:
-            return eng
-        per = len(eng) // n
-        return frozenset(sorted(eng)[k * per : (k + 1) * per])
 
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (:meth:`run`: on the front cores)."""
@@ -328,35 +288,23 @@ class Recorder:
         shards = max(pt.shards for pt in todo)
         pool = bench.ShardPool(shards, self.raw) if shards > 1 else None
         live = _Live(urls, bench.BenchClient(self.raw / "bench.log"), pool)
-        bar = None
         t_wall0 = time.monotonic()
         try:
-            if urls:
-                eng["servers"] = [{"url": u, "started_by_recorder": False} for u in urls]
-                eng["import_s"] = live.client.preload()
-                if pool is None:
-                    eng["presample_s"] = self._presample(todo, live)
-            else:
-                self._start_servers(phase, todo, eng, live)
+            self._start_servers(phase, todo, eng, live)
             if pool is not None:
                 eng["shard_import_s"] = pool.wait_ready()
             t_up = time.monotonic()
-            windows = 0.0
             if sc.warmup:
                 self._warmup(phase, todo, live)
                 eng["warmup_s"] = time.monotonic() - t_up
-            bar = self._bar(f"{sc.name} {phase.label}", len(todo))
-            for pt in todo:
-                for attempt in range(1, MAX_ATTEMPTS + 1):
-                    windows += self.run_point(phase, pt, live)
-                    reason = self.point_refusal(phase, pt)
-                    if self.judge(pt.point_id, attempt, reason, pt.raw_names(), "serve"):
-                        break
-                bar.update(1)
+
+            def once(pt: PlanPoint) -> tuple[float, str, list[str], str, str | None]:
+                window = self.run_point(phase, pt, live)
+                return window, pt.point_id, pt.raw_names(), "serve", self.point_refusal(phase, pt)
+
+            windows = self._sweep(f"{sc.name} {phase.label}", todo, once)
             eng.update(duty_cycle(windows, t_up, t_wall0))
         finally:
-            if bar is not None:  # on every way out, so that an error line starts a line
-                bar.close()
             live.client.forget_samples()
             if pool is not None:
                 pool.close()
@@ -367,34 +315,53 @@ class Recorder:
                     eng["servers"][i]["survivors"] = group_members(srv.pgid or 0)
             self._save_info()
 
+    def _sweep(self, desc: str, todo: list[Any], once: Callable[[Any], Any]) -> float:
+        """Each of ``todo`` run (``once``) until :meth:`judge` keeps it; the windows' sum (s)."""
+        windows = 0.0
+        with self._bar(desc, len(todo)) as bar:
+            for item in todo:
+                for attempt in range(1, MAX_ATTEMPTS + 1):
+                    window, pid, names, folder, reason = once(item)
+                    windows += window
+                    if self.judge(pid, attempt, reason, names, folder):
+                        break
+                bar.update(1)
+        return windows
+
     def _start_servers(
         self, phase: Phase, todo: list[PlanPoint], eng: dict[str, Any], live: _Live
     ) -> None:
-        """Start the servers (into ``live.servers``: the caller stops them), wait until healthy."""
-        servers = live.servers
+        """Servers started unless attached (the caller stops them), the client loaded meanwhile."""
+        n, cores = phase.servers, sorted(self.cpu_layout.engine or ())
+        per = len(cores) // n if n > 1 else 0  # each replica its share when >= 2 cores each
+        split = [frozenset(cores[k * per : (k + 1) * per]) for k in range(n)]
         with server_mod.deferred_signals():
-            for k in range(phase.servers):
+            for k in range(0 if live.urls else n):
                 srv = VllmServer(
                     self.sc.model,
                     [*phase.serve_args, *self.serve_extra],
                     log_path=self.raw / self._log_name(phase, k),
-                    cpus=self._engine_cpus(k, phase.servers),
+                    cpus=split[k] if per >= 2 else self.cpu_layout.engine,
                     front_cpus=self.cpu_layout.front,
                 )
-                servers.append(srv)
+                live.servers.append(srv)
                 srv.start()
                 self.commands.append(srv.command)
-            live.urls = [s.base_url for s in servers]
+            live.urls = live.urls or [s.base_url for s in live.servers]
             eng["import_s"] = live.client.preload()  # overlaps the servers' start-up
             if live.pool is None:  # the points' prompts too (sampling is client work)
-                eng["presample_s"] = self._presample(todo, live)
-            for srv in servers:
+                eng["presample_s"] = sum(
+                    live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
+                    for pt in todo
+                    for k, u in enumerate(live.urls[: pt.shards])
+                )
+            for srv in live.servers:
                 srv.wait_healthy()
         eng["servers"] = [
             srv.info()
             | {"started_by_recorder": True, "processes_at_start": len(group_members(srv.pgid or 0))}
-            for srv in servers
-        ]
+            for srv in live.servers
+        ] or [{"url": u, "started_by_recorder": False} for u in live.urls]
         self._save_info()  # the servers' pgids are on disk while they run
 
     def _warmup(self, phase: Phase, todo: list[PlanPoint], live: _Live) -> None:
@@ -418,13 +385,6 @@ class Recorder:
             for a in argvs:
                 live.client.run(a)
 
-    def _presample(self, todo: list[PlanPoint], live: _Live) -> float:
-        return sum(
-            live.client.presample(self._bench_argv(pt, u, k, pt.raw_names()[k]))
-            for pt in todo
-            for k, u in enumerate(live.urls[: pt.shards])
-        )
-
     def run_point(self, phase: Phase, pt: PlanPoint, live: _Live) -> float:
         """One measured window; returns its length (seconds, longest shard)."""
         names, use, servers = pt.raw_names(), live.urls[: pt.shards], live.servers
@@ -434,8 +394,7 @@ class Recorder:
             ids = live.client.prompt_token_ids(a)[0][: pt.prefix_len]
             warm_s += self._probe(pt, live, "before", 0, 0, warm_prefix, u, model, ids)
         before = [self._probe(pt, live, "before", 0, 0, scrape, u) for u in use]
-        t0 = time.monotonic()
-        error = None
+        t0, error = time.monotonic(), None
         try:
             if live.pool is None:
                 summaries = [bench.summary(live.client.run(argvs[0]))]
@@ -446,19 +405,15 @@ class Recorder:
         wall = time.monotonic() - t0
         ok = [s for s in summaries if "error" not in s]
         error = error or next((s["error"] for s in summaries if "error" in s), None)
-        completed = sum(int(s.get("completed") or 0) for s in ok)
-        failed = sum(int(s.get("failed") or 0) for s in ok)
+        completed, failed = (sum(int(s.get(k) or 0) for s in ok) for k in ("completed", "failed"))
         dead = _dead(servers[: pt.shards])
         if dead or error or (completed == 0 and failed > 0):
             self._fail(pt, servers, dead, error, completed, failed)
         after = [self._probe(pt, live, "after", completed, failed, scrape, u) for u in use]
-        servers_ = [
-            {"server": u, "before": [s._asdict() for s in b], "after": [s._asdict() for s in a]}
-            for u, b, a in zip(use, before, after, strict=True)
-        ]
+        got = list(zip(use, before, after, strict=True))
+        servers_ = [{"server": u, "before": b, "after": a} for u, b, a in got]
         fsio.atomic_write_json(self.raw / "metrics" / f"{pt.point_id}.json", {"servers": servers_})
-        pairs = zip(before, after, strict=True)
-        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for b, a in pairs)
+        gen = sum(counter_delta(b, a, "vllm:generation_tokens_total") for _, b, a in got)
         client_out = sum(int(s.get("total_output_tokens") or 0) for s in summaries)
         durations = [float(s["duration"]) for s in summaries]
         commands = [bench.command_line(a) for a in argvs]
@@ -509,35 +464,35 @@ class Recorder:
     def judge(
         self, point_id: str, attempt: int, reason: str | None, names: list[str], folder: str
     ) -> bool:
-        """Record attempt ``attempt`` (1-based; ``reason`` None: passed): True kept, False run
-        again (raw to ``rejected/``); :class:`InputError` when refused."""
+        """Record ``attempt``: True kept, False rerun (raw to rejected/); refused: InputError."""
         action = decide(reason, attempt, self.accept_invalid)
-        v = self.info["validity"].get(point_id) if attempt > 1 else None
-        v = self.info["validity"][point_id] = v or {"attempts": []}
+        info, kept = self.info, action in ("keep", "accept")
+        v = info["validity"].get(point_id) if attempt > 1 else None
+        v = info["validity"][point_id] = v or {"attempts": []}
         v["attempts"].append({"attempt": attempt, "flagged": reason})
         v["outcome"] = action
-        if action == "accept" and point_id not in self.info["accepted_invalid"]:
-            self.info["accepted_invalid"].append(point_id)
-        if action in ("rerun", "refuse"):  # never kept as done: --resume runs it again
-            self.info["points"].pop(point_id, None)  # a point reads as recorded only once kept
+        for key, add in (("accepted_invalid", action == "accept"), ("points_kept", kept)):
+            if add and point_id not in info[key]:
+                info[key].append(point_id)
+        if not kept:  # never kept as done: --resume runs it again
+            info["points"].pop(point_id, None)  # a point reads as recorded only once kept
             with contextlib.suppress(ValueError):
-                self.info["points_kept"].remove(point_id)
+                info["points_kept"].remove(point_id)
             self._set_aside(folder, names, "rejected", attempt)
         self._save_info()
-        if action == "rerun":
-            _say(f"{point_id}: {reason}; running the point once more")
-            return False
         if action == "refuse":
             why = f"refused after {attempt} attempts: {reason} (record.json validity; "
             why += "--accept-invalid keeps such points)"
             raise InputError(self.raw / "record.json", point_id, why)
-        if action == "accept":
-            _say(f"{point_id}: kept although flagged (--accept-invalid): {reason}")
-        if point_id not in self.info["points_kept"]:
-            self.info["points_kept"].append(point_id)
-            self._save_info()
-        hold_after(point_id)
-        return True
+        if action != "keep":
+            then = "kept although flagged (--accept-invalid)" if kept else "running it once more"
+            _say(f"{point_id}: {reason}; {then}")
+        want, _, folder = os.environ.get(HOLD_ENV, "").partition(":")
+        if kept and folder and want == point_id:  # a test's hold (HOLD_ENV)
+            (Path(folder) / f"{point_id}.kept").touch()
+            while not (Path(folder) / "go").exists():
+                time.sleep(0.05)
+        return kept
 
     def _set_aside(self, folder: str, names: list[str], to: str, tag: int) -> list[str]:
         """Move raw results ``folder/NAME`` to ``to/STEM.TAG.SUFFIX``; the names they now have."""
@@ -561,24 +516,13 @@ class Recorder:
     ) -> NoReturn:
         moved = self._set_aside("serve", pt.raw_names(), "failed", len(self.info["failures"]))
         proc = dead[0].proc if dead else None
-        reason = self.redact(
-            f"server died (exit code {proc.returncode})"
-            if proc is not None
-            else error or "every request failed"
-        )
+        said = f"server died (exit code {proc.returncode})" if proc else error
+        reason = redact(said or "every request failed", self.key)
+        tails = {s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers}
         self.info["failures"].append(
-            {
-                "point_id": pt.point_id,
-                "time": _now(),
-                "reason": reason,
-                "requests_completed": completed,
-                "requests_failed": failed,
-                "requests_planned": pt.num_prompts * pt.shards,
-                "raw": moved,
-                "server_log_tail": {
-                    s.base_url: s.tail(FAIL_TAIL).splitlines() for s in dead or servers
-                },
-            }
+            {"point_id": pt.point_id, "time": _now(), "reason": reason}
+            | {"requests_completed": completed, "requests_failed": failed, "raw": moved}
+            | {"requests_planned": pt.num_prompts * pt.shards, "server_log_tail": tails}
         )
         self._save_info()
         why = f"point failed: {reason} ({completed} requests completed, {failed} failed; server "
@@ -591,51 +535,44 @@ class Recorder:
         assert isinstance(sc, DecodeParity)
         done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
         todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
-        keys = ("model", "dtype", "max_model_len", "max_num_seqs", "seed", "served_model_name")
-        cfg, mine = OfflineConfig(**{k: getattr(sc, k) for k in keys}), os.sched_getaffinity(0)
+        args = bench.offline_args(sc)
+        cmd, mine = bench.offline_command(args), server_mod.format_cpu_list(os.sched_getaffinity(0))
         eng: dict[str, Any] = {
-            "command": cfg.equivalent_command(),
+            "command": cmd,
             "points_skipped_resume": [b for b in sc.batch_sizes if b not in todo],
-            "cpu_layout": f"unpinned (recorder's cpus {cpus.format_cpu_list(mine)})",
+            "cpu_layout": f"unpinned (recorder's cpus {mine})",
         }
         self.info["engines"]["vllm-offline"] = eng
         if not todo:
             return
         t_wall0 = time.monotonic()
-        engine = OfflineEngine(cfg)
+        engine = bench.OfflineEngine(args)
         t_ready = time.monotonic()
         eng["init_s"] = engine.init_s
-        self.commands.append(cfg.equivalent_command())
-        windows = 0.0
-        bar = self._bar("vllm-offline", len(todo))
-        for b in todo:
+        self.commands.append(cmd)
+
+        def once(b: int) -> tuple[float, str, list[str], str, str | None]:
             pid = sc.point_id("offline", b)
-            for attempt in range(1, MAX_ATTEMPTS + 1):
-                doc = engine.run_batch(
-                    b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
-                )
-                doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
-                fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
-                windows += doc["measured_s"]
-                reason = validity.refusal(self._offline_frame(b), pid)
-                if self.judge(pid, attempt, reason, [f"b{b}.json"], "offline"):
-                    break
+            doc = engine.run_batch(
+                b, sc.input_len, sc.output_len, sc.prompts_per_batch, sc.seed, sc.warmup
+            )
+            doc |= {"point_id": pid, "engine": "vllm-offline", "scenario": sc.name}
+            fsio.atomic_write_json(self.raw / "offline" / f"b{b}.json", doc)
             self.info["points"][pid] = {
                 "engine": "vllm-offline",
                 "batch_size": b,
                 "raw": f"offline/b{b}.json",
-                "command": f"{cfg.equivalent_command()} .generate(B={b} prompts x "
+                "command": f"{cmd} .generate(B={b} prompts x "
                 f"{sc.input_len} tokens, max_tokens=1 then {sc.output_len})"
                 f" x {sc.prompts_per_batch} rounds",
                 "duration_s": doc["duration"],
                 **{k: doc[k] for k in ("prefill_walls_s", "warmup_s", "output_throughput")},
             }
-            self._save_info()
-            bar.set_postfix_str(f"B={b} {doc['output_throughput']:.0f} tok/s")
-            bar.update(1)
-        bar.close()
+            reason = validity.refusal(self._offline_frame(b), pid)
+            return doc["measured_s"], pid, [f"b{b}.json"], "offline", reason
+
+        windows = self._sweep("vllm-offline", todo, once)
         eng.update(duty_cycle(windows, t_ready, t_wall0))  # saved by run()
-        del engine
 
     def run(self) -> Path:
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -645,14 +582,14 @@ class Recorder:
         t0 = time.monotonic()
         ensure_tiny_model(self.sc.model)
         try:
-            with cpus.pinned_self(self.cpu_layout.front):  # None: unpinned
+            with server_mod.pinned_self(self.cpu_layout.front):  # None: unpinned
                 for phase in self.phases:
                     self.run_phase(phase)
         except ServerError as exc:
             lines = str(exc).splitlines()
             cause = [x for x in lines[1:] if "Error" in x or "error" in x]
             last = f"; last error line: {cause[-1].strip()}" if cause else ""
-            msg = self.redact(lines[0].rstrip(":") + last)
+            msg = redact(lines[0].rstrip(":") + last, self.key)
             raise InputError(self.raw / "record.json", "server", msg) from None
         finally:  # scrubbed on failure too: a kept point's bytes are the same after a resume
             provenance.scrub_files(self.raw)
@@ -668,8 +605,7 @@ class Recorder:
 
     def _point_frames(self, phase: Phase, pt: PlanPoint) -> Any:
         """The point's trace frames: one shard as imported, several merged on one clock."""
-        labels = {"config": pt.config, **dict(pt.labels)}
-        labels.pop("batch_size", None)  # online: concurrency, not a fixed batch
+        labels = {"config": pt.config} | {k: v for k, v in pt.labels if k != "batch_size"}
         paths = [raw_file(self.raw / "serve" / name, True) for name in pt.raw_names()]
         docs = [jsonstream.load(path) for path in paths]
         frames = [
@@ -691,11 +627,8 @@ class Recorder:
             t = traces.concat(frames, {})
             end = max(s - t0 + float(d["duration"]) for s, d in zip(starts, docs, strict=True))
             conc = sum(int(d.get("max_concurrency") or 0) for d in docs) or None
-            p = frames[0].points.copy()
-            p["duration_s"] = [end]
-            p["source"] = [",".join(pt.raw_names())]
-            p["concurrency"] = pd.array([conc], dtype="Int64")
-            t.points = p
+            src, one = ",".join(pt.raw_names()), pd.array([conc], dtype="Int64")
+            t.points = frames[0].points.assign(duration_s=[end], source=[src], concurrency=one)
             t.requests["concurrency"] = pd.array([conc] * len(t.requests), dtype="Int64")
             t.run = {"shard_offsets_s": [s - t0 for s in starts]}
         if phase.servers > 1:
@@ -710,10 +643,9 @@ class Recorder:
         rows: list[dict[str, Any]] = []
         hits = 0.0
         for e in jsonstream.load(mpath)["servers"]:
-            got = {at: [Sample(**s) for s in e[at]] for at in ("before", "after")}
             at = {"point_id": pid, "server": e["server"]}
-            rows += [at | {"phase": k} | s._asdict() for k, ss in got.items() for s in ss]
-            hits += counter_delta(got["before"], got["after"], "vllm:prefix_cache_hits_total")
+            rows += [at | {"phase": k} | s for k in ("before", "after") for s in e[k]]
+            hits += counter_delta(e["before"], e["after"], "vllm:prefix_cache_hits_total")
         return rows, hits
 
     def _online_parts(self) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -764,13 +696,6 @@ class Recorder:
         labels = {"engine": "vllm-offline", "config": sc.served_model_name, "batch_size": str(b)}
         return vllm_bench.vllm_bench_frames(path, labels, point_id=sc.point_id("offline", b))
 
-    def _duty_cycle(self) -> float | None:
-        """Measured windows over wall time after start-up (s/s), all engines; None: no wall."""
-        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
-        win = sum(e.get("windows_s", 0.0) for e in engines)
-        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)
-        return (win / wall) if wall else None
-
     def _notes(self, notes_extra: str) -> str:
         sc = self.sc
         tiny = Path(sc.model).resolve() == TINY_MODEL.resolve()
@@ -790,7 +715,7 @@ class Recorder:
                 "starves them and tokens reach the client in bursts). "
             )
         if isinstance(sc, DecodeParity):
-            notes += "Offline rows: " + OFFLINE_NOTE
+            notes += "Offline rows: " + bench.OFFLINE_NOTE
         return (notes + notes_extra).strip()
 
     def _engine(self) -> dict[str, Any]:
@@ -807,13 +732,13 @@ class Recorder:
         parts, metric_rows = self._online_parts()
         if isinstance(sc, DecodeParity) and "offline" in sc.engines:
             parts += [self._offline_frame(b) for b in sc.batch_sizes]
-        kind, generator, notes_extra = "recorded", None, ""
-        extra_tables: dict[str, Any] = {}
-        if isinstance(sc, EplbBalance):
-            kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        kind, generator, notes_extra, extra_tables = self._eplb_tables()
+        engines = [*self.info["phases"].values(), self.info["engines"].get("vllm-offline", {})]
+        wall = sum(e.get("wall_after_up_s", 0.0) for e in engines)  # after start-up, all engines
+        windows = sum(e.get("windows_s", 0.0) for e in engines)
         run = provenance.new_run_info(
             kind=kind,
-            commands=[self.redact(c) for c in self.commands],
+            commands=[redact(c, self.key) for c in self.commands],
             parameters=sc.parameters(),
             engine=self._engine(),
             generator=generator,
@@ -822,7 +747,7 @@ class Recorder:
                 "start_time_s: seconds since the first request of the same point (all shards "
                 "of a point share one clock: time.perf_counter, CLOCK_MONOTONIC)"
             ),
-            duty_cycle=self._duty_cycle(),
+            duty_cycle=windows / wall if wall else None,
             notes=self._notes(notes_extra),
             record=self.info,
             raw_dir=str(self.raw.name),
@@ -836,53 +761,54 @@ class Recorder:
         if metric_rows:
             trace.extra["server_metrics"] = pd.DataFrame(metric_rows)
         trace.extra.update(extra_tables)
-        trace.run["validity"] = point_validity(trace)
+        df = validity.point_validity(trace)  # run.json's: per point, counts and shares (0-1)
+        failed = df["requests"] - df["successful"]
+        df = df.assign(failed=failed, failed_share=(failed / df["requests"]).fillna(0.0))
+        cols = "requests successful failed failed_share valid flagged flagged_share reason".split()
+        df = df.set_index(df["point_id"].astype(str))[cols].astype({"reason": str})
+        trace.run["validity"] = df.to_dict("index")
         traces.write_trace(self.output, trace)
         return self.output
 
     def _eplb_tables(self) -> tuple[str, dict[str, Any] | None, str, dict[str, Any]]:
-        """eplb-balance: ``eplb_log`` from the server log, ``expert_load`` from a dump."""
+        """run.json's (kind, generator, notes, tables) of eplb-balance's eplb_log, expert_load."""
         sc = self.sc
-        assert isinstance(sc, EplbBalance)
-        tables: dict[str, Any] = {}
-        kind, generator, notes = "recorded", None, ""
+        if not isinstance(sc, EplbBalance):
+            return "recorded", None, "", {}
         log = Path(sc.server_log) if sc.server_log else self.raw / "vllm-serve.log"
         if not log.exists():
             raise InputError(log, "server_log", "server log not found (-p server_log PATH)")
         df = expert_load.parse_eplb_log(log)
         cols = ["step", "avg_tokens", "max_tokens", "balancedness"]
         empty = {"step": pd.array([], dtype="Int64"), **{c: np.zeros(0) for c in cols[1:]}}
-        tables["eplb_log"] = df[cols].copy() if len(df) else pd.DataFrame(empty)
+        tables: dict[str, Any] = {"eplb_log": df[cols].copy() if len(df) else pd.DataFrame(empty)}
         self.info["eplb_log"] = {"server_log": str(log), "lines": len(df)}
-        if not len(df):
-            notes += (
-                f" The server log {log.name} has no 'EPLB step:' lines: the server did not run "
-                "EPLB (vLLM on CPU refuses --enable-eplb)."
-            )
-        if sc.expert_load:
-            dump = Path(sc.expert_load)
-            el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
-            if "window" in el.columns:
-                el = el[["window", "layer", "expert", "tokens"]]
-            else:
-                arr = np.asarray(expert_load.read_loads(dump), dtype=float)
-                layer, expert = np.indices(arr.shape)
-                flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
-                el = pd.DataFrame({"window": 0, **flat})
-            tables["expert_load"] = el
-            src_run = dump.parent / "run.json"
-            src = json.loads(src_run.read_text()) if src_run.exists() else {}
-            self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
-            if src.get("kind") == "synthetic":  # loads made by a generator: say so
-                kind, generator = "synthetic", src.get("generator")
-                notes += (
-                    f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
-                    f"{(generator or {}).get('name')}, seed {(generator or {}).get('seed')}); "
-                    "requests and server counters are measured."
-                )
-            else:
-                notes += f" expert_load copied from the dump {dump}."
-        return kind, generator, notes, tables
+        no_steps = f" The server log {log.name} has no 'EPLB step:' lines: the server did not run"
+        notes = "" if len(df) else no_steps + " EPLB (vLLM on CPU refuses --enable-eplb)."
+        if not sc.expert_load:
+            return "recorded", None, notes, tables
+        dump = Path(sc.expert_load)
+        el = pd.read_parquet(dump) if dump.suffix == ".parquet" else pd.DataFrame()
+        if "window" in el.columns:
+            el = el[["window", "layer", "expert", "tokens"]]
+        else:
+            arr = np.asarray(expert_load.read_loads(dump), dtype=float)
+            layer, expert = np.indices(arr.shape)
+            flat = {"layer": layer.ravel(), "expert": expert.ravel(), "tokens": arr.ravel()}
+            el = pd.DataFrame({"window": 0, **flat})
+        tables["expert_load"] = el
+        src_run = dump.parent / "run.json"
+        src = json.loads(src_run.read_text()) if src_run.exists() else {}
+        self.info["expert_load"] = {"dump": str(dump), "source_kind": src.get("kind")}
+        if src.get("kind") != "synthetic":
+            return "recorded", None, f"{notes} expert_load copied from the dump {dump}.", tables
+        gen = src.get("generator") or {}  # loads made by a generator: say so
+        notes += (
+            f" expert_load copied from {dump} (a SYNTHETIC trace's table: generator "
+            f"{gen.get('name')}, seed {gen.get('seed')}); requests and server counters are "
+            "measured."
+        )
+        return "synthetic", src.get("generator"), notes, tables
 
 
 #: ``=1`` acts as --accept-invalid (for harness checks whose notebook path cannot pass the flag).
@@ -949,18 +875,14 @@ def declared_gpus(value: str | None) -> list[dict[str, str]]:
     if not text:
         return []
     if (path := Path(text)).is_file():
-        gpus = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            parts = [p.strip() for p in line.split(",")]
-            if not parts[0]:
-                why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
-                raise InputError(path, f"line {n}", why)
-            gpus.append(dict(zip(("name", "memory", "driver"), parts, strict=False)))
-        if not gpus:
+        lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        rows = {n: [p.strip() for p in line.split(",")] for n, line in lines if line.strip()}
+        if bad := [n for n, parts in rows.items() if not parts[0]]:
+            why = "no GPU name (expected nvidia-smi CSV: name, memory, driver)"
+            raise InputError(path, f"line {bad[0]}", why)
+        if not rows:
             raise InputError(path, SERVER_GPUS_ENV, "lists no GPU")
-        return gpus
+        return [dict(zip(("name", "memory", "driver"), p, strict=False)) for p in rows.values()]
     count, sep, name = text.partition(" x ")
     if not sep or not count.strip().isdigit() or int(count) <= 0 or not name.strip():
         why = "expected 'COUNT x NAME' (e.g. '68 x NVIDIA GB300') or a file"
@@ -979,13 +901,11 @@ def record(args: argparse.Namespace) -> Path:
     """Record ``args.scenario`` as the CLI's ``record`` verb describes."""
     params = dict(args.parameter)
     timeout_s = bench.request_timeout_s()  # a bad value stops here, before any server starts
-    for url in args.endpoint:
-        if not url.startswith(("http://", "https://")):
-            raise InputError("--endpoint", url, "expected an http:// or https:// URL")
+    if bad := [u for u in args.endpoint if not u.startswith(("http://", "https://"))]:
+        raise InputError("--endpoint", bad[0], "expected an http:// or https:// URL")
     sc = scenario(args.scenario, params, check=not args.endpoint)
-    server = None
-    if args.endpoint:
-        sc, server = attach(sc, [u.rstrip("/") for u in args.endpoint], params)
+    urls = [u.rstrip("/") for u in args.endpoint]
+    sc, server = attach(sc, urls, params) if urls else (sc, None)
     out = resolve(args.output or f"data/traces/live/{sc.name}")
     rec = Recorder(
         sc,
@@ -1008,8 +928,7 @@ def record(args: argparse.Namespace) -> Path:
 def attach(
     sc: Scenario, urls: list[str], params: dict[str, str]
 ) -> tuple[Scenario, dict[str, Any]]:
-    """The scenario fitted to running endpoints (model and context limit from ``/v1/models``
-    unless ``-p`` sets them; all must serve one model), and run.json's ``server`` about them."""
+    """The scenario fitted to the endpoints' model and context limit (-p wins); run.json server."""
     key = api_key()
     models = {u: served_model(u, key) for u in dict.fromkeys(urls)}
     ids = sorted({m.id for m in models.values()})
@@ -1045,14 +964,15 @@ def main(args: argparse.Namespace) -> int:
     """``rackbook record`` in a Python with vLLM: the trace's path printed last, exit code."""
     for k, v in vllm_environ().items():  # env/live/vllm.env for this process too
         os.environ.setdefault(k, v)
-    os.environ.setdefault(cpus.ENV, "auto")  # so run.json environment names the layout setting
-    key = api_key()
-    if key:  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
+    os.environ.setdefault(server_mod.CPUS_ENV, "auto")  # run.json environment names the setting
+    if key := api_key():  # vLLM's bench client reads OPENAI_API_KEY; never a flag, never written
         os.environ["OPENAI_API_KEY"] = key
-    held = {}
+    # live.server's handler: the stops other than Ctrl-C raise SystemExit, which asyncio (vLLM's
+    # bench client runs here) re-raises quietly (another exception: logged with a traceback)
+    held, stops = {}, (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        held = {s: signal.signal(s, _terminated) for s in STOPS}
-    try:  # once a server starts, live.server's handlers
+        held = {s: signal.signal(s, server_mod.on_signal) for s in stops}
+    try:
         out = record(args)
     except BaseException as exc:
         # a signal may surface as another exception (an import half done): same handling
@@ -1068,14 +988,3 @@ def main(args: argparse.Namespace) -> int:
             signal.signal(s, handler)
     print(out, flush=True)  # the trace path, last line of stdout (rackbook.live.record_trace)
     return 0
-
-
-#: The stops other than Ctrl-C, raised as SystemExit while recording: asyncio (vLLM's bench
-#: client runs in this process) re-raises SystemExit quietly, but logs any other exception
-#: raised in a socket write with its traceback.
-STOPS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-
-
-def _terminated(signum: int, _frame: object) -> None:
-    server_mod.RECEIVED.append(signum)
-    raise SystemExit(128 + signum)

@@ -1,6 +1,7 @@
 """A real ``vllm serve`` that nothing outlives: its own process group, stopped whole (SIGTERM,
-then SIGKILL after a grace period) on every way out: context manager, SIGINT/SIGTERM handlers,
-``atexit``, and ``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL."""
+then SIGKILL after a grace period) on every way out: SIGINT/SIGTERM handlers, ``atexit``, and
+``PR_SET_PDEATHSIG`` for a recorder killed with SIGKILL. Its CPU cores: vLLM's CPU engine
+busy-polls, so the API server and bench client (``front``) get their own (:data:`CPUS_ENV`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import atexit
 import collections
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import shlex
@@ -17,17 +19,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rackbook.live.cpus import format_cpu_list, process_affinity, set_process_affinity
-from rackbook.live.envfile import LIVE_VENV, Redactor, api_key, urlopen, vllm_environ
+from rackbook.errors import InputError
+from rackbook.live.envfile import LIVE_VENV, api_key, redact, urlopen, vllm_environ
 
 STARTUP_TIMEOUT_S = 300.0  # s to wait for /health (eager start here: about 25 to 40 s)
 GRACE_S = 10.0  # s between SIGTERM and SIGKILL
 TAIL_LINES = 30
 
+#: ``auto`` (CPU build, >= 2 cores: the last ``max(1, n // 4)`` front), ``off``, or ``0-11/12-15``
+#: (engine/front cpu lists).
+CPUS_ENV = "RACKBOOK_LIVE_CPUS"
 _LIVE: set[VllmServer] = set()
 _LOCK = threading.Lock()
 
@@ -40,9 +46,9 @@ def _note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port() -> int:
     with socket.socket() as s:
-        s.bind((host, 0))
+        s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
@@ -60,6 +66,107 @@ def group_members(pgid: int) -> list[int]:
     return sorted(pids)
 
 
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """``"0,2-4"`` -> {0, 2, 3, 4}; raises ValueError on anything else."""
+    out: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi or lo)
+        if a < 0 or b < a:
+            raise ValueError(part)
+        out.update(range(a, b + 1))
+    if not out:
+        raise ValueError(text)
+    return frozenset(out)
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """{0, 2, 3, 4} -> ``"0,2-4"``."""
+    runs = [list(g) for _, g in itertools.groupby(enumerate(sorted(cpus)), lambda p: p[1] - p[0])]
+    return ",".join(f"{r[0][1]}" if len(r) == 1 else f"{r[0][1]}-{r[-1][1]}" for r in runs)
+
+
+@dataclass(frozen=True)
+class CpuLayout:
+    """Engine and front (API server + client) cores; both None when nothing is pinned."""
+
+    mode: str  # auto | off | explicit
+    engine: frozenset[int] | None
+    front: frozenset[int] | None
+    reason: str
+    setting: str  # the RACKBOOK_LIVE_CPUS value it came from
+
+    def describe(self) -> dict[str, Any]:
+        """run.json's record.cpu_layout."""
+        return {
+            "setting": f"{CPUS_ENV}={self.setting}",
+            "mode": self.mode,
+            "pinned": self.engine is not None,
+            "engine_cpus": format_cpu_list(self.engine) if self.engine else None,
+            "api_server_and_client_cpus": format_cpu_list(self.front) if self.front else None,
+            "reason": self.reason,
+        }
+
+    def label(self) -> str:
+        if self.engine is None or self.front is None:  # both or neither
+            return "unpinned"
+        eng, front = format_cpu_list(self.engine), format_cpu_list(self.front)
+        return f"engine cpus {eng}; api server + client cpus {front}"
+
+
+def cpu_layout(on_cpu: bool, attached: bool = False) -> CpuLayout:
+    """The layout ``$RACKBOOK_LIVE_CPUS`` asks for (``attached``: none); InputError on a bad one."""
+    raw = os.environ.get(CPUS_ENV, "auto")
+    text, avail = raw.strip().lower() or "auto", frozenset(os.sched_getaffinity(0))
+    auto = text == "auto"
+    for mode, unpinned, why in (  # the first that holds: nothing pinned
+        ("off", text in ("off", "none", "0", "no", "false"), f"{CPUS_ENV}={raw}"),
+        ("off", attached, "servers given with --endpoint: not started here"),
+        ("auto", auto and not on_cpu, "not a CPU build of vLLM"),
+        ("auto", auto and len(avail) < 2, f"only {len(avail)} usable core"),
+    ):
+        if unpinned:
+            return CpuLayout(mode, None, None, f"{why}: nothing pinned", raw)
+    if auto:
+        s, k = sorted(avail), max(1, len(avail) // 4)
+        why = (
+            "CPU build: the engine core and worker busy-poll (sched_yield) and starve anything "
+            "sharing their cores; API server and bench client get their own"
+        )
+        return CpuLayout("auto", frozenset(s[:-k]), frozenset(s[-k:]), why, raw)
+    engine_text, sep, front_text = raw.partition("/")
+    try:
+        engine, front = parse_cpu_list(engine_text), parse_cpu_list(front_text if sep else "")
+    except ValueError:
+        why = "expected auto, off or ENGINE/FRONT cpu lists (e.g. 0/1 or 0-11/12-15)"
+        raise InputError(CPUS_ENV, raw, why) from None
+    if engine & front:
+        raise InputError(CPUS_ENV, raw, "engine and front cpu lists overlap")
+    if missing := (engine | front) - avail:
+        why = f"cpus {format_cpu_list(missing)} not usable here ({format_cpu_list(avail)})"
+        raise InputError(CPUS_ENV, raw, why)
+    return CpuLayout("explicit", engine, front, f"{CPUS_ENV}={raw}", raw)
+
+
+def set_process_affinity(pid: int, cpus: Iterable[int]) -> None:
+    """Pin every current thread of ``pid`` (threads it creates later inherit)."""
+    with contextlib.suppress(OSError):  # the process is gone
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that just exited
+                os.sched_setaffinity(int(task.name), set(cpus))
+
+
+@contextlib.contextmanager
+def pinned_self(cpus: frozenset[int] | None) -> Iterator[None]:
+    """The block with this process on ``cpus`` (None: unchanged), restored afterwards."""
+    old = os.sched_getaffinity(0)
+    set_process_affinity(os.getpid(), old if cpus is None else cpus)
+    try:
+        yield
+    finally:
+        set_process_affinity(os.getpid(), old)
+
+
 def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
     # preexec: SIGTERM when the parent dies (PR_SET_PDEATHSIG = 1), pinned to ``cpus``
     prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -73,8 +180,7 @@ def _pdeathsig_fn(cpus: frozenset[int] | None = None) -> Callable[[], None]:
 
 
 class VllmServer:
-    """One ``vllm serve MODEL`` process group on 127.0.0.1; the API key only in ``VLLM_API_KEY``.
-    ``cpus`` pins the group at start; ``front_cpus`` takes the API server once healthy."""
+    """``vllm serve MODEL``'s process group on 127.0.0.1; the key in VLLM_API_KEY; pinned cores."""
 
     def __init__(
         self,
@@ -91,22 +197,16 @@ class VllmServer:
         if bad:
             raise ValueError(f"serve_args must not set {bad[0]} (the harness sets it)")
         self.model, self.serve_args, self.host = str(model), list(serve_args), "127.0.0.1"
-        self.port = port or free_port()
-        self.log_path, self.grace_s = Path(log_path), grace_s
-        self.vllm_exe = str(LIVE_VENV / "bin" / "vllm")
+        self.port, self.log_path, self.grace_s = port or free_port(), Path(log_path), grace_s
         self.env = vllm_environ()
         self.key = api_key(self.env)
-        if self.key:
-            self.env["VLLM_API_KEY"] = self.key
-        self.redact = Redactor([self.key])
-        self.cpus = frozenset(cpus) if cpus else None
-        self.front_cpus = frozenset(front_cpus) if front_cpus else None
-        self.affinity: dict[str, str | None] = {}
+        self.env |= {"VLLM_API_KEY": self.key} if self.key else {}
+        self.cpus, self.front_cpus = (frozenset(c) if c else None for c in (cpus, front_cpus))
+        self.affinity: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.pgid: int | None = None
-        self.started_at = 0.0
+        self.started_at, self.stopped = 0.0, False
         self.startup_s: float | None = None  # seconds from start to the first /health 200
-        self.stopped = False
         self._pump: threading.Thread | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
@@ -117,21 +217,16 @@ class VllmServer:
     @property
     def argv(self) -> list[str]:
         net = ["--host", self.host, "--port", str(self.port)]
-        return [self.vllm_exe, "serve", self.model, *net, *self.serve_args]
+        return [str(LIVE_VENV / "bin" / "vllm"), "serve", self.model, *net, *self.serve_args]
 
     @property
     def command(self) -> str:
-        return self.redact(shlex.join(["vllm", *self.argv[1:]]))
+        return redact(shlex.join(["vllm", *self.argv[1:]]), self.key)
 
     def info(self) -> dict[str, Any]:
         """What run.json keeps about this server (cpus: process comm:pid -> cores)."""
-        out: dict[str, Any] = {
-            "command": self.command,
-            "url": self.base_url,
-            "pgid": self.pgid,
-            "startup_s": self.startup_s,
-            "log": self.log_path.name,
-        }
+        out: dict[str, Any] = {"command": self.command, "url": self.base_url, "pgid": self.pgid}
+        out |= {"startup_s": self.startup_s, "log": self.log_path.name}
         if self.cpus or self.front_cpus:
             on, moved = (format_cpu_list(c) if c else None for c in (self.cpus, self.front_cpus))
             out["cpus"] = {
@@ -148,7 +243,7 @@ class VllmServer:
         for pid in group_members(self.pgid):
             with contextlib.suppress(OSError):
                 comm = Path(f"/proc/{pid}/comm").read_text().strip()
-                self.affinity[f"{comm}:{pid}"] = process_affinity(pid)
+                self.affinity[f"{comm}:{pid}"] = format_cpu_list(os.sched_getaffinity(pid))
 
     def start(self) -> VllmServer:
         """Launch the process group; returns at once (:meth:`wait_healthy` waits)."""
@@ -179,7 +274,7 @@ class VllmServer:
         assert self.proc is not None and self.proc.stdout is not None
         with open(self.log_path, "w", encoding="utf-8") as log:
             for raw in self.proc.stdout:
-                line = self.redact(raw.decode("utf-8", "replace"))
+                line = redact(raw.decode("utf-8", "replace"), self.key)
                 log.write(line)
                 log.flush()
                 self._tail.append(line.rstrip("\n"))
@@ -190,8 +285,7 @@ class VllmServer:
         return "\n".join(list(self._tail)[-n:])
 
     def wait_healthy(self) -> float:
-        """Block until ``GET /health`` answers 200; seconds since start. Stops the group and
-        raises :class:`ServerError` if it exits or :data:`STARTUP_TIMEOUT_S` passes."""
+        """Seconds to a 200 from ``GET /health``; ServerError (group stopped) on exit or timeout."""
         assert self.proc is not None, "start() first"
         timeout_s, next_note = STARTUP_TIMEOUT_S, self.started_at + 10.0
         while True:
@@ -258,8 +352,7 @@ _DEFERRED = 0  # depth of deferred_signals blocks: while > 0 a signal is only re
 
 @contextlib.contextmanager
 def deferred_signals() -> Iterator[None]:
-    """SIGINT/SIGTERM only recorded in the block (raised in a half-done import, they could abort
-    the interpreter); the wait loop and the block's end act on them."""
+    """SIGINT/SIGTERM only recorded in the block (a cut import could abort); acted on after."""
     global _DEFERRED
     _DEFERRED += 1
     try:
@@ -270,25 +363,22 @@ def deferred_signals() -> Iterator[None]:
 
 
 def act_on_signal(force: bool = False) -> None:
-    """After a signal: stop all servers, raise KeyboardInterrupt or SystemExit (``force``)."""
-    if RECEIVED and (force or not _DEFERRED):
-        _stop_and_raise(RECEIVED[0])
-
-
-def _stop_and_raise(signum: int) -> None:
+    """After a signal (``force``: even deferred): servers stopped, KeyboardInterrupt/SystemExit."""
+    if not RECEIVED or (_DEFERRED and not force):
+        return
     # a second Ctrl-C must not cut the stop short (it would skip the SIGKILL escalation)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop_all()
-    if signum == signal.SIGINT:
+    if RECEIVED[0] == signal.SIGINT:
         raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
+    raise SystemExit(128 + RECEIVED[0])
 
 
-def _on_signal(signum: int, _frame: object) -> None:
+def on_signal(signum: int, _frame: object) -> None:
+    """The stop signals' handler: recorded, acted on now or (start-up) at a safe point."""
     RECEIVED.append(signum)
-    if not _DEFERRED:  # start-up: acted on by the wait loop (deferred_signals)
-        _stop_and_raise(signum)
+    act_on_signal()
 
 
 def install_signal_handlers() -> None:
@@ -296,15 +386,14 @@ def install_signal_handlers() -> None:
     global _HANDLERS_INSTALLED
     if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     atexit.register(stop_all)
     _HANDLERS_INSTALLED = True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rackbook.live.server MODEL [--hold S] [--status FILE] -- SERVE_ARGS...``:
-    start a server, write its info to FILE once healthy, hold it S seconds, stop it."""
+    """``python -m rackbook.live.server MODEL [--hold S] [--status F] -- ARGS``: a held server."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m rackbook.live.server")
@@ -315,8 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     a = p.parse_args(argv[:cut])
-    extra = argv[cut + 1 :]
-    srv = VllmServer(a.model, extra, log_path=a.log).start()
+    srv = VllmServer(a.model, argv[cut + 1 :], log_path=a.log).start()
     try:
         srv.wait_healthy()
         if a.status:
