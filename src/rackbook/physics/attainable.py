@@ -537,5 +537,5 @@ def cached_share_threshold(
             return math.inf
         return for_check(ck, deployment=deployment, calibration=calibration).ratio
 
-    share, _ = check.least_share(ratio, [i / 20 for i in range(20)] + [1 - 1e-6], 1e-3)
+    share, _ = check.least_share(ratio, 20, 1e-3)
     return share

@@ -5,7 +5,7 @@ tok/s / prefill ceiling + output tok/s / decode ceiling, possible at <= 1."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -117,13 +117,6 @@ class Check:
             text += f" with {plural(self.batch, 'sequence')} decoding together"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(replace(self, spec=None, gpu_spec=None))
-        del d["spec"], d["gpu_spec"]
-        d["workload"] = d.pop("work")
-        d["reason"] = self.reason
-        return d
-
 
 def memory_ceiling(
     model: ModelSpec,
@@ -215,10 +208,9 @@ def capacity(
     if weights is None:
         st = roofline.storage(model)
         weights = st.dense_bytes / tp + st.routed_bytes / gpus if tp else st.total_bytes / gpus
-    groups = gpus // tp if tp else 1
+    groups, longest = gpus // tp if tp else 1, max(longest or 0.0, context)
     kw = dict(relative=relative, window=window)
-    per_seq = sequence_bytes(model, context, kv_dtype, **kw)
-    one = sequence_bytes(model, max(longest or 0.0, context), kv_dtype, **kw)
+    per_seq, one = (sequence_bytes(model, t, kv_dtype, **kw) for t in (context, longest))
     usable = usable_bytes(gpu) if hbm is None else hbm
     host = float(gpu.host_memory_bytes or 0) if offload else 0.0
     offloaded = min(weights, host)
@@ -226,23 +218,22 @@ def capacity(
     free = usable - in_hbm
     n = min(most, int(free // per_seq) * groups) if per_seq else most
     n = 0 if free <= 0 or one > free else n
-    hbm_text = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
-    hbm_text += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    reported = " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    hbm_text = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM{reported}"
     hbm_text = hbm_text if hbm is None else f"{fmt(hbm, 'B')} HBM"
-    spread = "all weights" if tp is None else "experts"
-    where = f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
-    where = where if offloaded else ""
+    grace = f"{fmt(host, 'B')} of host (Grace) memory"
+    where = f", {fmt(offloaded, 'B')} of them offloaded to {grace}" if offloaded else ""
     if weights >= usable + host:
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"{spread} spread) > {fmt(usable, 'B')} usable ({hbm_text})"
-            + (f" + {fmt(host, 'B')} of host (Grace) memory" if host else "")
+            f"{'all weights' if tp is None else 'experts'} spread) > {fmt(usable, 'B')} usable "
+            f"({hbm_text})" + (f" + {grace}" if host else "")
         )
     elif n == 0:
         formula = (
-            f"the KV cache does not fit: one sequence of {max(longest or 0.0, context):,.0f} "
-            f"tokens needs {fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU "
-            f"left after {fmt(in_hbm, 'B')} of weights in HBM{where}"
+            f"the KV cache does not fit: one sequence of {longest:,.0f} tokens needs "
+            f"{fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU left after "
+            f"{fmt(in_hbm, 'B')} of weights in HBM{where}"
         )
     else:
         formula = (
@@ -254,9 +245,11 @@ def capacity(
 
 
 def least_share(
-    ratio: Callable[[float], float], shares: Sequence[float], tol: float
+    ratio: Callable[[float], float], steps: int, tol: float
 ) -> tuple[float | None, list[float]]:
-    """The least share from which ``ratio`` <= 1 (0 always, None never), and the sampled ratios."""
+    """The least share from which ``ratio`` <= 1 (0 always, None never), and the ratios at
+    ``steps`` even shares and all but the last token (bisected to ``tol``)."""
+    shares = [i / steps for i in range(steps)] + [1 - 1e-6]
     r = [ratio(c) for c in shares]
     bad = [i for i, x in enumerate(r) if not x <= 1]
     if not bad:
@@ -290,15 +283,13 @@ def doublings(start: int | float, cap: int | float) -> list[Any]:
 def _best_batch(
     m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
 ) -> tuple[int, PerGpuCeiling]:
-    best: tuple[int, PerGpuCeiling] | None = None
+    tried = []
     for b in doublings(1, most):
-        r = memory_ceiling(m, g, gpus, b, **kw)
-        if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
-            best = (b, r)
-        if r.tok_s_per_gpu >= comp_tps:
+        tried.append((b, memory_ceiling(m, g, gpus, b, **kw)))
+        if tried[-1][1].tok_s_per_gpu >= comp_tps:
             break
-    assert best is not None
-    return best[0], replace(best[1], formula=best[1].formula + f" (best batch {best[0]:,})")
+    b, r = max(tried, key=lambda t: min(t[1].tok_s_per_gpu, comp_tps))  # the first of equals
+    return b, replace(r, formula=r.formula + f" (best batch {b:,})")
 
 
 def check_claim(
@@ -440,12 +431,8 @@ def _ceilings(
         )
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
-        kw: dict[str, Any] = dict(
-            context=w.decode_context,
-            tokens_per_step=w.tokens_per_step,
-            kv_dtype=w.kv_dtype,
-            active_scale=active_scale,
-        )
+        kw: dict[str, Any] = dict(context=w.decode_context, kv_dtype=w.kv_dtype)
+        kw |= dict(tokens_per_step=w.tokens_per_step, active_scale=active_scale)
         if w.concurrency is None:  # the best batch that fits, the claimant's free choice
             chosen, mem = _best_batch(m, g, gpus, cap.sequences * gpus, comp.tok_s_per_gpu, kw)
             notes.append(
@@ -499,10 +486,6 @@ class Threshold:
     formula: str
 
 
-#: Cached shares sampled before bisecting (the bisection refines the last crossing).
-_SHARES = tuple(i / 40 for i in range(40)) + (1 - 1e-6,)
-
-
 def cached_share_threshold(
     model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
 ) -> Threshold:
@@ -511,20 +494,16 @@ def cached_share_threshold(
     def ratio(c: float) -> float:
         return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
 
-    share, r = least_share(ratio, _SHARES, 1e-4)
-    what = (
+    share, r = least_share(ratio, 40, 1e-4)
+    verdict = {None: "impossible", 0.0: "possible"}.get(share, "undetermined")
+    how = f"{verdict} at any cached share"
+    if share:
+        how = f"possible from {percent(share)} of the input cached (every share above reads "
+        how += "possible), impossible below"
+    text = (
         f"{number(tok_s, 6)} tok/s: {ratio_text(r[0])} the bound uncached, {ratio_text(r[-1])} "
-        "with all but the last input token cached"
+        f"with all but the last input token cached: {how}"
     )
-    if share is None or share == 0:
-        verdict = "impossible" if share is None else "possible"
-        text = f"{what}: {verdict} at any cached share"
-    else:
-        verdict = "undetermined"
-        text = (
-            f"{what}: possible from {percent(share)} of the input cached (every share above reads "
-            "possible), impossible below"
-        )
     return Threshold(share, r[0], r[-1], verdict, text)
 
 
