@@ -247,15 +247,13 @@ def decode_step(
     gpus: int,
     batch: float,
     eff: Efficiencies,
-    *,
-    context: float = 0,
-    tokens_per_step: float = 1.0,
-    verify: int = 1,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences on ``gpus`` GPUs: the busiest GPU's parts
-    (seconds)."""
+    """One decode step of ``batch`` sequences on ``gpus`` GPUs doing ``work`` (default: no
+    context, no speculation): the busiest GPU's parts (seconds)."""
+    w = work or Workload()
+    context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
@@ -294,12 +292,13 @@ def decode_step(
         allreduce = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * a.hidden_size * 2
         parts["NVLink"] = allreduce / link
     step = sum(parts.values())
-    tps = batch * tokens_per_step / gpus / step if step else math.inf
+    keep = w.tokens_per_step
+    tps = batch * keep / gpus / step if step else math.inf
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
     formula = (
         f"{DEPLOYMENT_TEXT[deployment]}, {plural(whole(batch), 'sequence')} on "
         f"{plural(gpus, 'GPU')} at {context:,.0f} tokens of context: step = {shown} = "
-        f"{step * 1e6:,.4g} us; {whole(batch):,} x {tokens_per_step:g} tokens / step / {gpus} = "
+        f"{step * 1e6:,.4g} us; {whole(batch):,} x {keep:g} tokens / step / {gpus} = "
         f"{tps:,.0f} tok/s per GPU ({distinct:.4g} experts a layer touched, "
         f"{per_expert:.3g} tokens each)"
     )
@@ -311,12 +310,11 @@ def prefill_token(
     gpu: GpuSpec,
     gpus: int,
     eff: Efficiencies,
-    *,
-    prefix: float = 0,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
 ) -> Estimate:
-    """Seconds per new prefill token per GPU (encoder layers) behind ``prefix`` tokens, by part."""
-    m = model.moe
+    """Seconds per new prefill token per GPU (encoder layers) behind ``work``'s prefix, by part."""
+    w = work or Workload()
+    prefix, kv_dtype, m = w.prefill_prefix, w.kv_dtype, model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -392,25 +390,15 @@ class Attainable:
 
     def to_dict(self) -> dict[str, Any]:
         """``{tok_s_per_gpu, ratio, deployment, calibration, text, binding, phases}``."""
-        return {
-            "tok_s_per_gpu": self.tok_s_per_gpu if math.isfinite(self.tok_s_per_gpu) else None,
-            "ratio": self.ratio if math.isfinite(self.ratio) else None,
-            "deployment": self.deployment,
-            "deployment_name": self.deployment_name,
-            "calibration": self.calibration,
-            "text": self.text,
-            "binding": self.binding,
-            "phases": {
-                k: {
-                    "tok_s_per_gpu": e.tok_s_per_gpu,
-                    "batch": e.batch,
-                    "seconds": e.parts,
-                    "formula": e.formula,
-                }
-                for k, e in self.estimates.items()
-            },
-            "notes": list(self.notes),
+        names = "tok_s_per_gpu ratio deployment deployment_name calibration text binding".split()
+        d = check.finite({k: getattr(self, k) for k in names}, names[:2])
+        d["phases"] = {
+            k: dict(
+                tok_s_per_gpu=e.tok_s_per_gpu, batch=e.batch, seconds=e.parts, formula=e.formula
+            )
+            for k, e in self.estimates.items()
         }
+        return d | {"notes": list(self.notes)}
 
 
 def _decode_estimate(
@@ -438,16 +426,10 @@ def _decode_estimate(
     if cap < 1 or (batch is not None and batch > cap):
         notes.append(f"the batch does not fit in this deployment: {cap_text}")
         return Estimate("decode", 0.0, {}, batch, cap_text)
-    kw: dict[str, Any] = dict(
-        context=w.decode_context,
-        tokens_per_step=w.tokens_per_step,
-        verify=w.verify_tokens,
-        kv_dtype=w.kv_dtype,
-        deployment=deployment,
-    )
     if batch is not None:
-        return decode_step(model, gpu, gpus, batch, eff, **kw)
-    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in check.doublings(float(gpus), cap)]
+        return decode_step(model, gpu, gpus, batch, eff, w, deployment)
+    sizes = check.doublings(float(gpus), cap)
+    steps = [decode_step(model, gpu, gpus, b, eff, w, deployment) for b in sizes]
     best = max(steps, key=lambda e: e.tok_s_per_gpu)
     return replace(best, formula=best.formula + f" (the best batch within {cap_text})")
 
@@ -483,19 +465,11 @@ def estimate(
         f"{g.label} (Blackwell): an assumption, not a Blackwell measurement"
     )
     estimates: dict[str, Estimate] = {}
-    shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
-        est = estimates["decode"] = _decode_estimate(m, g, gpus, eff, work, dep, notes)
-        out = work.output_tok_s_per_gpu
-        if out:
-            shares["decode"] = out / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
+        estimates["decode"] = _decode_estimate(m, g, gpus, eff, work, dep, notes)
     if phase in ("prefill", "mixed"):
-        kv = work.kv_dtype
-        est = estimates["prefill"] = prefill_token(
-            m, g, gpus, eff, prefix=work.prefill_prefix, kv_dtype=kv
-        )
-        if work.new_input_tok_s_per_gpu:
-            shares["prefill"] = work.new_input_tok_s_per_gpu / est.tok_s_per_gpu
+        estimates["prefill"] = prefill_token(m, g, gpus, eff, work)
+    shares = check.time_shares(work, {k: e.tok_s_per_gpu for k, e in estimates.items()})
     ratio = sum(shares.values())
     return Attainable(
         tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,

@@ -5,7 +5,7 @@ tok/s / prefill ceiling + output tok/s / decode ceiling, possible at <= 1."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -41,6 +41,18 @@ class Workload:
     weights: str = ""
     output_tok_s_per_gpu: float = 0.0
     new_input_tok_s_per_gpu: float = 0.0
+
+
+def time_shares(w: Workload, rates: dict[str, float]) -> dict[str, float]:
+    """Phase -> share of the GPUs' time ``w``'s tokens of it take at ``rates`` (tok/s per GPU;
+    0: never), phases without tokens left out; their sum is the figure's ratio to the rates."""
+    want = {"decode": w.output_tok_s_per_gpu, "prefill": w.new_input_tok_s_per_gpu}
+    return {ph: want[ph] / r if r else math.inf for ph, r in rates.items() if want[ph]}
+
+
+def finite(d: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """``d`` with the non-finite numbers at ``keys`` as None (JSON has no inf, nan)."""
+    return d | {k: d[k] if math.isfinite(d[k]) else None for k in keys}
 
 
 def physics_verdict(ratio: float) -> str:

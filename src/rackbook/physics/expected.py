@@ -216,14 +216,13 @@ def decode_step(
     batch: float,
     eff: attainable.Efficiencies,
     fit: Fit,
-    *,
+    work: Workload | None = None,
     tp: int = 1,
-    context: float = 0.0,
-    verify: int = 1,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = "fp4",
 ) -> Step:
-    """One decode step of ``batch`` sequences, attention TP over ``tp``: the busiest GPU's parts."""
+    """One decode step of ``batch`` sequences doing ``work`` (default: no context, no
+    speculation), attention TP over ``tp``: the busiest GPU's parts."""
+    w = work or Workload()
+    context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
@@ -255,7 +254,7 @@ def decode_step(
     busy = max(kernels, net) if seqs >= 2 and tp < gpus else kernels + net  # overlap
     parts["latency floor"] = floor = fit.layer_s * (a.num_layers + drafts)
     step = busy + floor
-    tps = batch * tokens_per_step / gpus / step
+    tps = batch * w.tokens_per_step / gpus / step
     return Step(deployment_name(tp, gpus), tp, batch, parts, step, tps)
 
 
@@ -282,13 +281,11 @@ def prefill_token(
     gpus: int,
     eff: attainable.Efficiencies,
     fit: Fit,
-    *,
-    prefix: float = 0.0,
-    kv_dtype: str | None = "fp4",
-    chunk: int = PREFILL_CHUNK,
+    work: Workload,
 ) -> Step:
-    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step."""
-    m = model.moe
+    """Seconds per new prefill token per GPU behind ``work``'s prefix, each GPU prefilling
+    :data:`PREFILL_CHUNK` tokens a step."""
+    prefix, kv_dtype, chunk, m = work.prefill_prefix, work.kv_dtype, PREFILL_CHUNK, model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     parts = {"dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)}
@@ -327,9 +324,7 @@ class Expected:
     def to_dict(self) -> dict[str, Any]:
         """The fields by name (non-finite rates and ratio as None, notes as a list)."""
         d = asdict(self) | {"notes": list(self.notes)}
-        for k in ("tok_s_per_gpu", "low", "high", "ratio"):
-            d[k] = d[k] if math.isfinite(d[k]) else None
-        return d
+        return check.finite(d, ("tok_s_per_gpu", "low", "high", "ratio"))
 
     def text(self, validation: str = "") -> str:
         """One line: what real deployments reach here and the claim's multiple of it."""
@@ -389,7 +384,7 @@ def expected(
             raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
         widths = [want]
     terms: dict[str, dict[str, float]] = {}
-    shares: dict[str, float] = {}
+    rates: dict[str, float] = {}
     best: Step | None = None
     batch_text = ""
     if phase in ("decode", "mixed"):
@@ -403,19 +398,17 @@ def expected(
             )
             return Expected(0.0, 0.0, 0.0, math.inf, "none", {}, None, "", tuple(notes), fit.source)
         terms["decode"] = dict(best.parts) | {"step": best.seconds}
-        if work.output_tok_s_per_gpu:
-            shares["decode"] = work.output_tok_s_per_gpu / best.tok_s_per_gpu
+        rates["decode"] = best.tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        p = prefill_token(m, g, gpus, eff, fit, prefix=prefix, kv_dtype=kv_dtype)
+        p = prefill_token(m, g, gpus, eff, fit, work)
         terms["prefill"] = dict(p.parts) | {"token": p.seconds}
-        if work.new_input_tok_s_per_gpu:
-            shares["prefill"] = work.new_input_tok_s_per_gpu / p.tok_s_per_gpu
+        rates["prefill"] = p.tok_s_per_gpu
         if ttft_s is not None and prefix and 2 * prefix * p.seconds / gpus > ttft_s:
             notes.append(
                 f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
                 "at this rate (the limit is not otherwise modelled)"
             )
-    ratio = sum(shares.values(), 0.0)
+    ratio = sum(check.time_shares(work, rates).values(), 0.0)
     exp = claimed / ratio if ratio > 0 else math.inf
     lo, hi = exp * math.exp(fit.log_low), exp * math.exp(fit.log_high)
     dep = best.deployment if best is not None else deployment_name(1, gpus)
@@ -435,12 +428,6 @@ def _best_decode(
     tpot_ms: float | None,
 ) -> tuple[Step | None, str]:
     tps, asked = work.tokens_per_step, derived if derived is not None else work.concurrency
-    kw: dict[str, Any] = dict(
-        context=work.decode_context,
-        verify=work.verify_tokens,
-        tokens_per_step=tps,
-        kv_dtype=work.kv_dtype,
-    )
     best: Step | None = None
     text = ""
     for tp in widths:
@@ -450,7 +437,7 @@ def _best_decode(
         sizes = [min(float(asked), cap)] if asked is not None else check.doublings(1.0, cap)
 
         def step(b: float, tp: int = tp) -> Step:
-            return decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            return decode_step(m, g, gpus, b, eff, fit, work, tp)
 
         for b in sizes:
             s = step(b)
