@@ -27,9 +27,6 @@ DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
 }
-#: Bytes per hidden value a token moves to an expert on another GPU: dispatch FP8, combine BF16.
-DISPATCH_BYTES_PER_VALUE = 1
-COMBINE_BYTES_PER_VALUE = 2
 #: The resource each part of a step is named by when a figure needs faster kernels.
 RESOURCE: dict[str, str] = {
     "dense weights": "stream bandwidth",
@@ -98,12 +95,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     where = cal.path or "calibration"
     spec = cal.run.get("spec") or {}
     if not spec.get("hbm_TBps"):
-        raise InputError(
-            where,
-            "run.json.spec",
-            "no data sheet (a CPU calibration has none): the attainable estimate needs the "
-            "share of a GPU's data sheet that its kernels reach",
-        )
+        problem = "no data sheet (a CPU calibration has none): the attainable estimate needs "
+        problem += "the share of a GPU's data sheet that its kernels reach"
+        raise InputError(where, "run.json.spec", problem)
     spec_bw = float(spec["hbm_TBps"]) * 1e12
     flops = {
         d: float(spec[f"{d}_dense_TFLOPs"]) * 1e12
@@ -132,17 +126,11 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     experts = {d: curve(e, *cols) for d, e in gemms.items() if not e.empty}
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
+    gpu, kernels = str(cal.run["gpu"]), {"scan": "indexer_scan", "attention": "sparse_attention"}
+    curves = {k: curve(need(fam), "size", "seconds") for k, fam in kernels.items()}
+    shapes = dict(cal.run.get("shapes") or {})
     return Efficiencies(
-        cal.label,
-        str(cal.run["gpu"]),
-        spec_bw,
-        flops,
-        stream,
-        dense,
-        experts,
-        curve(need("indexer_scan"), "size", "seconds"),
-        curve(need("sparse_attention"), "size", "seconds"),
-        dict(cal.run.get("shapes") or {}),
+        cal.label, gpu, spec_bw, flops, stream, dense, experts, **curves, shapes=shapes
     )
 
 
@@ -187,12 +175,8 @@ def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: fl
     sizes, secs, nbytes, flops = eff.experts[cd]
     t = _interp(tokens, sizes, secs) if tokens >= sizes[0] else float(secs[0])
     b_cal = float(np.interp(tokens, sizes, nbytes))
-    shapes = eff.shapes
-    per_cal = (
-        3
-        * shapes.get("hidden_size", a.hidden_size)
-        * shapes.get("moe_intermediate_size", m.moe_intermediate_size)
-    )
+    i_cal = eff.shapes.get("moe_intermediate_size", m.moe_intermediate_size)
+    per_cal = 3 * eff.shapes.get("hidden_size", a.hidden_size) * i_cal
     f_cal = 2.0 * max(tokens, 1.0) * per_cal
     f_t = 2.0 * max(tokens, 1.0) * 3 * a.hidden_size * m.moe_intermediate_size
     run = gpu.run_precision(dtype)
@@ -233,8 +217,7 @@ class Estimate:
 def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
     k, h = model.moe.experts_per_token, model.architecture.hidden_size
     assert k and h
-    per_tok = k * (gpus - 1) / gpus * h
-    return per_tok * (DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE)
+    return k * (gpus - 1) / gpus * h * 3  # bytes a value: dispatch FP8 (1) + combine BF16 (2)
 
 
 def _link(gpu: GpuSpec, gpus: int) -> float:
@@ -292,13 +275,12 @@ def decode_step(
         allreduce = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * a.hidden_size * 2
         parts["NVLink"] = allreduce / link
     step = sum(parts.values())
-    keep = w.tokens_per_step
-    tps = batch * keep / gpus / step if step else math.inf
+    tps = batch * w.tokens_per_step / gpus / step if step else math.inf
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
     formula = (
         f"{DEPLOYMENT_TEXT[deployment]}, {plural(whole(batch), 'sequence')} on "
         f"{plural(gpus, 'GPU')} at {context:,.0f} tokens of context: step = {shown} = "
-        f"{step * 1e6:,.4g} us; {whole(batch):,} x {keep:g} tokens / step / {gpus} = "
+        f"{step * 1e6:,.4g} us; {whole(batch):,} x {w.tokens_per_step:g} tokens / step / {gpus} = "
         f"{tps:,.0f} tok/s per GPU ({distinct:.4g} experts a layer touched, "
         f"{per_expert:.3g} tokens each)"
     )
