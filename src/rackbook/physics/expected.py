@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rackbook import paths
 from rackbook.core.units import percent, plural, ratio_text, whole
@@ -110,22 +110,21 @@ def _bucket(x: float) -> int:
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _by_identity(fn: Callable[P, R]) -> Callable[P, R]:
+def _by_identity(fn: Callable[..., R]) -> Callable[..., R]:
     """``fn`` memoised on its positional arguments: scalars by value, objects by identity (kept
     alive, so an id is not reused while it keys an entry)."""
     memo: dict[tuple[Any, ...], tuple[tuple[Any, ...], R]] = {}
 
     @functools.wraps(fn)
-    def cached(*args: P.args, **kw: P.kwargs) -> R:
+    def cached(*args: Any) -> R:
         key = tuple(a if isinstance(a, (int, float, str, type(None))) else id(a) for a in args)
         if key not in memo:
             if len(memo) > 65536:
                 memo.clear()
-            memo[key] = (args, fn(*args, **kw))
+            memo[key] = (args, fn(*args))
         return memo[key][1]
 
     return cached
@@ -178,7 +177,6 @@ class Step:
     GPU."""
 
     deployment: str
-    tp: int
     batch: float
     parts: dict[str, float]
     seconds: float
@@ -255,7 +253,7 @@ def decode_step(
     parts["latency floor"] = floor = fit.layer_s * (a.num_layers + drafts)
     step = busy + floor
     tps = batch * w.tokens_per_step / gpus / step
-    return Step(deployment_name(tp, gpus), tp, batch, parts, step, tps)
+    return Step(deployment_name(tp, gpus), batch, parts, step, tps)
 
 
 def _network(
@@ -303,7 +301,7 @@ def prefill_token(
         parts["network"] = net
     parts["latency floor"] = fit.layer_s * roofline.phase_layers(model, "prefill") / chunk
     sec = max(kernels, net) + parts["latency floor"]
-    return Step(deployment_name(1, gpus), 1, float(chunk), parts, sec, 1 / sec)
+    return Step(deployment_name(1, gpus), float(chunk), parts, sec, 1 / sec)
 
 
 @dataclass(frozen=True)
@@ -468,14 +466,11 @@ def _tpot_batch(step: Callable[[float], Step], b: float, tpot_ms: float, tps: fl
 def _batch_text(
     asked: float | None, derived: float | None, b: float, cap: float, tpot: float | None
 ) -> str:
-    if derived is not None:
+    src = "the best batch that fits" if asked is None else f"concurrency {whole(asked):,}"
+    if derived is not None:  # then also asked
         src = f"{whole(derived):,} decoding (derived from the clients' concurrency)"
-    elif asked is not None:
-        src = f"concurrency {whole(asked):,}"
-    else:
-        src = "the best batch that fits"
     text = f"{plural(whole(b), 'sequence')} decoding ({src}"
-    if b < (derived if derived is not None else asked or math.inf):
+    if b < (asked or math.inf):
         text += "; capped by " + ("the TPOT limit" if b < cap else "the KV capacity")
     elif tpot is not None:
         text += f"; within TPOT {tpot:g} ms"
