@@ -154,7 +154,6 @@ def test_context_reads_at_both_ends(v41):
     # dense: (6 + 6 + 6) consumers of the ratio-2 sources x 1/2 + 20 x 1, x 288 B, + the scan
     assert r.dense_bytes_per_token == (18 / 2 + 20) * 288 + 170 == 8522
     fixed = 38 * 512 * 288 + 4 * 16_384 * 68
-    assert r.fixed_sparse_bytes == fixed
     assert r.sparse_bytes == 170 * 128_000 + fixed
     g = roofline.context_growth(v41, "gb300", 128_000, 855_000)
     # 727,000 x 170 B = 123.59 MB at 8 TB/s = 15.45 us; dense 727,000 x 8522 B = 6.196 GB: 774 us

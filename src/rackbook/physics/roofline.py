@@ -334,12 +334,6 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
     dense = w.dense_dtype or "bf16"
     formats = [(w.routed_expert_dtype or dense, dense, "as published")]
     formats += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
-    if expert_dtype is not None:
-        check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
-        match = [f for f in formats if f[0] == expert_dtype]
-        routed, dense, ckpt = match[0] if match else (expert_dtype, formats[0][1], "as stated")
-        m = _with_format(model, routed, dense)
-        return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}; stated)", True)
 
     def stored(f: tuple[str, str, str]) -> float:
         try:
@@ -347,10 +341,19 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
         except InputError:  # sizes unknown: order by bytes per expert parameter
             return float(DENSE_BYTES_PER_PARAM[f[0]])
 
-    routed, dense, ckpt = min(formats, key=stored)
-    m = _with_format(model, routed, dense)
-    what = "the fewest bytes the catalog lists" if len(formats) > 1 else "the only format listed"
-    return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}: {what})", False)
+    if expert_dtype is not None:
+        check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
+        match = [f for f in formats if f[0] == expert_dtype]
+        routed, dense, ckpt = match[0] if match else (expert_dtype, formats[0][1], "as stated")
+        how = "; stated"
+    else:
+        routed, dense, ckpt = min(formats, key=stored)
+        what = (
+            "the fewest bytes the catalog lists" if len(formats) > 1 else "the only format listed"
+        )
+        how = f": {what}"
+    text = f"{routed} experts, {dense} dense ({ckpt}{how})"
+    return Served(_with_format(model, routed, dense), routed, dense, text, expert_dtype is not None)
 
 
 @dataclass(frozen=True)
@@ -363,37 +366,27 @@ class KvReads:
     dense_bytes: float
     scan_bytes_per_token: float
     dense_bytes_per_token: float
-    fixed_sparse_bytes: float
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
     """Context bytes one decode step reads for one sequence, both ends, and per-token rates."""
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
-    fixed = r.rows + r.pool
-    return KvReads(context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed)
+    return KvReads(context, kv_dtype, r.scan + (r.rows + r.pool), r.dense, one.scan, one.dense)
 
 
 @dataclass(frozen=True)
 class ContextGrowth:
-    """Extra seconds per decode step when ``batch`` sequences grow from ``lo`` to ``hi`` tokens."""
+    """Extra ms (and bytes) a decode step reads when ``batch`` sequences grow ``lo`` -> ``hi``."""
 
     lo: int
     hi: int
     batch: int
     n_gpus: int
-    sparse_s: float
-    dense_s: float
+    sparse_ms: float
+    dense_ms: float
     sparse_bytes: float
     dense_bytes: float
-
-    @property
-    def sparse_ms(self) -> float:
-        return 1000 * self.sparse_s
-
-    @property
-    def dense_ms(self) -> float:
-        return 1000 * self.dense_s
 
 
 def context_growth(
@@ -411,9 +404,8 @@ def context_growth(
     a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
     sparse = batch * (b.sparse_bytes - a.sparse_bytes)
     dense = batch * (b.dense_bytes - a.dense_bytes)
-    s1 = bandwidth_floor_step_s(sparse, g, n_gpus).seconds
-    s2 = bandwidth_floor_step_s(dense, g, n_gpus).seconds
-    return ContextGrowth(lo, hi, batch, n_gpus, s1, s2, sparse, dense)
+    s_ms, d_ms = (1000 * bandwidth_floor_step_s(x, g, n_gpus).seconds for x in (sparse, dense))
+    return ContextGrowth(lo, hi, batch, n_gpus, s_ms, d_ms, sparse, dense)
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
@@ -562,15 +554,11 @@ def compute_ceiling_tokens_per_s(
         run = g.run_precision(dtype)
         if run != dtype:
             notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
-        peak = g.flops(run)
-        assert peak is not None
+        peak = g.flops(run) or math.nan  # a run precision always has a peak
         seconds += 2 * params * active_scale / peak
         parts.append(f"2 x {eng(params * active_scale)} / {fmt(peak, 'FLOP/s')} ({run})")
     attn = 0.0
-    if context:
-        run = g.run_precision(split.dense_dtype)
-        peak = g.flops(run)
-        assert peak is not None
+    if context:  # at the dense weights' precision: ``run`` and ``peak`` of the last part
         attn = attention_flops(m, context, phase).total
         seconds += attn / peak
         parts.append(
