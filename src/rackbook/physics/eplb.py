@@ -161,12 +161,6 @@ def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.
     return phy2log, logcnt
 
 
-def _inverse(perm: np.ndarray) -> np.ndarray:
-    inv = np.empty_like(perm)
-    inv[np.arange(perm.shape[0])[:, None], perm] = np.arange(perm.shape[1], dtype=np.int64)
-    return inv
-
-
 def rebalance_experts_hierarchical(
     weight: np.ndarray, num_physical: int, num_groups: int, num_nodes: int, num_ranks: int
 ) -> np.ndarray:
@@ -187,7 +181,7 @@ def rebalance_experts_hierarchical(
         ((g_pack * groups_per_node + g_rank)[..., None] * group_size)
         + np.arange(group_size, dtype=np.int64)
     ).reshape(num_layers, num_logical)
-    mlog2log = _inverse(log2mlog)
+    mlog2log = np.argsort(log2mlog, axis=1, kind="stable")  # the inverse permutation
 
     # 2. replicas within each node
     mlog_load = np.take_along_axis(weight, mlog2log, axis=1).reshape(-1, num_logical // num_nodes)
@@ -196,7 +190,7 @@ def rebalance_experts_hierarchical(
     # 3. replicas -> ranks of the node
     phy_load = np.take_along_axis(mlog_load / mlogcnt, phy2mlog, axis=1)
     pack, rank_in_pack = balanced_packing(phy_load, num_ranks // num_nodes)
-    pphy2phy = _inverse(pack * per_rank + rank_in_pack)
+    pphy2phy = np.argsort(pack * per_rank + rank_in_pack, axis=1, kind="stable")
     pphy2mlog = np.take_along_axis(phy2mlog, pphy2phy, axis=1)
     pphy2mlog = (
         pphy2mlog.reshape(num_layers, num_nodes, -1)
@@ -368,6 +362,8 @@ def evaluate(
 
     t_static, t_eplb = balancedness(r_static), balancedness(r_eplb)  # = throughput / uniform's
     gap = fraction_recovered_gap(t_static, t_eplb)
+    names = "num_layers num_logical_experts num_physical_experts ep_size redundant groups nodes"
+    sizes = (num_layers, num_logical, num_physical, ep_size, redundant, groups, nodes)
     return {
         "balancedness_static": t_static,
         "balancedness_eplb": t_eplb,
@@ -375,13 +371,7 @@ def evaluate(
         "balancedness_eplb_legacy": balancedness_legacy(r_eplb),
         "fraction_recovered_gap": None if math.isnan(gap) else gap,
         "fraction_of_uniform": fraction_of_uniform(t_eplb),
-        "num_layers": int(num_layers),
-        "num_logical_experts": int(num_logical),
-        "num_physical_experts": int(num_physical),
-        "ep_size": int(ep_size),
-        "redundant": int(redundant),
-        "groups": int(groups),
-        "nodes": int(nodes),
+        **{k: int(v) for k, v in zip(names.split(), sizes, strict=True)},
         "policy": eplb_branch(groups, nodes),
         "max_replicas": int(logcnt.max()),
         "tokens": float(measure.sum()),
