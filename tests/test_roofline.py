@@ -175,7 +175,7 @@ def test_active_weights_per_step(v41):
     assert one.weight_bytes == pytest.approx(7_506_534_400 + 40 * 6 * 18_800_640, rel=1e-12)
     assert one.weight_bytes == pytest.approx(12_018_688_000, rel=1e-12)
     six = roofline.batch1_decode_ceiling_tokens_per_s(
-        v41, "b300", acceptance_length=6, verify_tokens=6, routing="uniform"
+        v41, "b300", acceptance_length=6, routing="uniform"
     )
     routed = 40 * 34.62270569 * 18_800_640
     assert six.weight_bytes == pytest.approx(7_506_534_400 + routed, rel=1e-9)

@@ -111,10 +111,8 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
             model.file, f"kv_cache.row_formats.{kv_dtype}", "row format not known for this model"
         )
     kv_vals, idx_vals = kv_row_values(model)
-    kv_row = fmts.kv.bytes_for(kv_vals)
-    idx_row = fmts.indexer.bytes_for(idx_vals)
-    ratios = model.kv_cache.compression_ratios or []
-    layers = model.kv_cache.owning_layers or []
+    kv_row, idx_row = fmts.kv.bytes_for(kv_vals), fmts.indexer.bytes_for(idx_vals)
+    ratios, layers = model.kv_cache.compression_ratios or [], model.kv_cache.owning_layers or []
     by_layer = dict(zip(layers, ratios, strict=True))
     att = model.attention  # the layers whose rows carry an index key (all without a list)
     idx = by_layer if att is None else [s for s in att.index_sources if s in by_layer]
@@ -133,15 +131,11 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
         rows_txt = f"{len(ratios)} layers, sum of 1/ratio = {frac_text(rows)}"
         layers_txt = f"{layers[0]}..{layers[-1]} ({len(layers)} layers)"
     parts = [_row("KV", kv_vals, fmts.kv, kv_row)]
-    if idx_vals:
-        parts.append(_row("indexer", idx_vals, fmts.indexer, idx_row))
-    if idx_rows == rows:
-        per_tok = f"{frac_text(rows)} x {frac_text(kv_row + idx_row)}"
-    else:  # index keys on some layers only
-        per_tok = (
-            f"{frac_text(rows)} x {frac_text(kv_row)} + {frac_text(idx_rows)} indexed rows x "
-            f"{frac_text(idx_row)}"
-        )
+    parts += [_row("indexer", idx_vals, fmts.indexer, idx_row)] if idx_vals else []
+    per_tok = f"{frac_text(rows)} x {frac_text(kv_row + idx_row)}"
+    if idx_rows != rows:  # index keys on some layers only
+        per_tok = f"{frac_text(rows)} x {frac_text(kv_row)} + {frac_text(idx_rows)} indexed rows"
+        per_tok += f" x {frac_text(idx_row)}"
     formula = (
         f"KV-owning layers: {layers_txt}; rows/token = {rows_txt}; row: {'; '.join(parts)}; "
         f"bytes/token = {per_tok} = {frac_text(total)} B"
@@ -617,7 +611,6 @@ def batch1_decode_ceiling_tokens_per_s(
     *,
     context_tokens: float = 0,
     kv_dtype: str | None = "fp4",
-    verify_tokens: int | None = None,
     routing: str = "fewest",
     batch: float = 1.0,
     active_scale: float = 1.0,
@@ -627,9 +620,7 @@ def batch1_decode_ceiling_tokens_per_s(
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    verify = verify_tokens or verify_count(m, acceptance_length)
-    if verify < acceptance_length:
-        raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
+    verify = verify_count(m, acceptance_length)  # >= the tokens accepted
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token
