@@ -135,9 +135,7 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
 
 
 def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    if x <= 0:
-        return 0.0
-    if x <= xs[0]:
+    if x <= xs[0]:  # x > 0: keys, tokens
         return float(ys[0] * x / xs[0])
     if x >= xs[-1]:
         if len(xs) == 1:
@@ -148,9 +146,7 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
-    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys."""
-    if keys <= 0 or sequences <= 0:
-        return 0.0
+    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys (> 0)."""
     sizes, secs = eff.scan
     rate = float((sizes / secs).max())
     one = _interp(keys, sizes, secs) if keys <= sizes[-1] else keys / rate
@@ -166,9 +162,8 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens, scaled from the timing."""
-    if tokens <= 0:
-        return 0.0
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` (> 0) tokens, scaled from the
+    timing."""
     m, a = model.moe, model.architecture
     assert m.moe_intermediate_size and a.hidden_size
     dtype, cd = expert_dtypes(eff, model)

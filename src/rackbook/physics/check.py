@@ -135,18 +135,17 @@ def memory_ceiling(
     gpu: GpuSpec,
     gpus: int,
     batch: float,
-    *,
-    context: float = 0,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
-    kw: dict[str, Any] = dict(context_tokens=context, kv_dtype=kv_dtype, batch=batch)
+    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs
+    doing ``work`` (default: no context, no speculation)."""
+    w = work or Workload()
+    kw: dict[str, Any] = dict(context_tokens=w.decode_context, kv_dtype=w.kv_dtype, batch=batch)
     r = roofline.batch1_decode_ceiling_tokens_per_s(
-        model, gpu, gpus, tokens_per_step, active_scale=active_scale, **kw
+        model, gpu, gpus, w.tokens_per_step, active_scale=active_scale, **kw
     )
-    tps = batch * tokens_per_step / gpus / r.step_s
+    tps = batch * w.tokens_per_step / gpus / r.step_s
     formula = f"{r.formula} / {plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     return PerGpuCeiling("memory bandwidth", tps, formula, "decode")
 
@@ -293,11 +292,11 @@ def doublings(start: int | float, cap: int | float) -> list[Any]:
 
 
 def _best_batch(
-    m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
+    m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, w: Workload, scale: float
 ) -> tuple[int, PerGpuCeiling]:
     tried = []
     for b in doublings(1, most):
-        tried.append((b, memory_ceiling(m, g, gpus, b, **kw)))
+        tried.append((b, memory_ceiling(m, g, gpus, b, w, scale)))
         if tried[-1][1].tok_s_per_gpu >= comp_tps:
             break
     b, r = max(tried, key=lambda t: min(t[1].tok_s_per_gpu, comp_tps))  # the first of equals
@@ -443,16 +442,15 @@ def _ceilings(
         )
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
-        kw: dict[str, Any] = dict(context=w.decode_context, kv_dtype=w.kv_dtype)
-        kw |= dict(tokens_per_step=w.tokens_per_step, active_scale=active_scale)
         if w.concurrency is None:  # the best batch that fits, the claimant's free choice
-            chosen, mem = _best_batch(m, g, gpus, cap.sequences * gpus, comp.tok_s_per_gpu, kw)
+            most, comp_tps = cap.sequences * gpus, comp.tok_s_per_gpu
+            chosen, mem = _best_batch(m, g, gpus, most, comp_tps, w, active_scale)
             notes.append(
                 f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
                 f"{plural(gpus, 'GPU')}), the claimant's free choice"
             )
         else:
-            mem = memory_ceiling(m, g, gpus, w.concurrency, **kw)
+            mem = memory_ceiling(m, g, gpus, w.concurrency, w, active_scale)
         ceilings.append(mem)
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu

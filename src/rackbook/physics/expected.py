@@ -134,9 +134,7 @@ def _by_identity(fn: Callable[..., R]) -> Callable[..., R]:
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
-    """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
-    if tokens <= 0:
-        return 0.0
+    """Seconds one routed expert takes for ``tokens`` (> 0) tokens, monotone (a kernel can pad)."""
     sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
     return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
