@@ -482,11 +482,9 @@ def cached_share_threshold(
 ) -> float | None:
     """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
 
-    def ratio(c: float) -> float:
-        ck = check.check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs)
+    def ratio(ck: Check) -> float:
         if ck.limit.startswith("memory capacity"):
             return math.inf
         return for_check(ck, deployment=deployment, calibration=calibration).ratio
 
-    share, _ = check.least_share(ratio, 20, 1e-3)
-    return share
+    return check.cached_share_threshold(model, gpu, gpus, tok_s, ratio, 20, 1e-3, **kwargs).share

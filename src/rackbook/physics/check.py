@@ -161,15 +161,9 @@ class Capacity:
     per_sequence_bytes: float
     context: float
     formula: str
-    host_bytes: float = 0.0
     offloaded_bytes: float = 0.0
-
-    @property
-    def what_does_not_fit(self) -> str | None:
-        """``weights`` | ``KV cache`` | None (something fits)."""
-        if self.usable_bytes + self.host_bytes <= self.weights_bytes:
-            return "weights"
-        return "KV cache" if self.sequences == 0 else None
+    #: ``weights`` | ``KV cache`` | None (something fits)
+    what_does_not_fit: str | None = None
 
     @property
     def free_bytes(self) -> float:
@@ -234,13 +228,14 @@ def capacity(
     hbm_text = hbm_text if hbm is None else f"{fmt(hbm, 'B')} HBM"
     grace = f"{fmt(host, 'B')} of host (Grace) memory"
     where = f", {fmt(offloaded, 'B')} of them offloaded to {grace}" if offloaded else ""
-    if weights >= usable + host:
+    lacking = "weights" if weights >= usable + host else ("KV cache" if n == 0 else None)
+    if lacking == "weights":
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
             f"{'all weights' if tp is None else 'experts'} spread) > {fmt(usable, 'B')} usable "
             f"({hbm_text})" + (f" + {grace}" if host else "")
         )
-    elif n == 0:
+    elif lacking:
         formula = (
             f"the KV cache does not fit: one sequence of {longest:,.0f} tokens needs "
             f"{fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU left after "
@@ -252,27 +247,7 @@ def capacity(
             f"{fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens on average = "
             f"{n // groups:,} sequences per GPU"
         )
-    return Capacity(int(n), weights, usable, per_seq, context, formula, host, offloaded)
-
-
-def least_share(
-    ratio: Callable[[float], float], steps: int, tol: float
-) -> tuple[float | None, list[float]]:
-    """The least share from which ``ratio`` <= 1 (0 always, None never), and the ratios at
-    ``steps`` even shares and all but the last token (bisected to ``tol``)."""
-    shares = [i / steps for i in range(steps)] + [1 - 1e-6]
-    r = [ratio(c) for c in shares]
-    bad = [i for i, x in enumerate(r) if not x <= 1]
-    if not bad:
-        return 0.0, r
-    last = bad[-1]
-    if last == len(shares) - 1:
-        return None, r
-    lo, hi = shares[last], shares[last + 1]
-    while hi - lo > tol:
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
-    return hi, r
+    return Capacity(int(n), weights, usable, per_seq, context, formula, offloaded, lacking)
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
@@ -497,14 +472,32 @@ class Threshold:
 
 
 def cached_share_threshold(
-    model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    tok_s: float,
+    reading: Callable[[Check], float] = lambda c: c.ratio,
+    steps: int = 40,
+    tol: float = 1e-4,
+    **kwargs: Any,
 ) -> Threshold:
-    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) is possible."""
+    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) has
+    ``reading`` <= 1 (0 always, None never): ``steps`` even shares and all but the last input
+    token tried, the last crossing bisected to ``tol``."""
 
     def ratio(c: float) -> float:
-        return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
+        return reading(check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs))
 
-    share, r = least_share(ratio, 40, 1e-4)
+    shares = [i / steps for i in range(steps)] + [1 - 1e-6]
+    r = [ratio(c) for c in shares]
+    bad = [i for i, x in enumerate(r) if not x <= 1]
+    share: float | None = None if bad and bad[-1] == steps else 0.0
+    if bad and share is not None:
+        lo, hi = shares[bad[-1]], shares[bad[-1] + 1]
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
+        share = hi
     verdict = {None: "impossible", 0.0: "possible"}.get(share, "undetermined")
     how = f"{verdict} at any cached share"
     if share:
