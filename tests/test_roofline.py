@@ -26,7 +26,7 @@ def v41():
 @pytest.mark.parametrize(("dtype", "expected"), [("fp4", 890), ("fp8", 1650), ("bf16", 3200)])
 def test_kv_bytes_per_token_v41(v41, dtype, expected):
     # 2.5 rows/token x (288 + 68) = 890; x (528 + 132) = 1650; x (1024 + 256) = 3200
-    assert roofline.kv_bytes_per_token(v41, dtype) == expected
+    assert roofline.kv_bytes(v41, dtype).bytes_per_token == expected
     assert roofline.kv_rows_per_token(v41) == 2.5
 
 
@@ -37,7 +37,7 @@ def test_kv_formula_shows_the_arithmetic(v41):
 
 def test_kv_bytes_v3_bf16_is_61_layers_of_576_values():
     v3 = catalogs.load_model("deepseek-v3")
-    assert roofline.kv_bytes_per_token(v3, "bf16") == 61 * (512 + 64) * 2 == 70272
+    assert roofline.kv_bytes(v3, "bf16").bytes_per_token == 61 * (512 + 64) * 2 == 70272
     with pytest.raises(InputError, match=r"deepseek-v3.yaml: kv_cache.row_formats.fp4: row"):
         roofline.kv_bytes(v3, "fp4")
 

@@ -79,18 +79,16 @@ def prefix_read_model(
     reuse_tokens: int = 1,
 ) -> PrefixRead:
     """New prefill tokens behind a cached prefix: 1 / max(sparse read, compute) tokens/s."""
-    m = catalogs.as_model(model)
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
-    g = catalogs.as_gpu(hw)
     reads = roofline.context_reads(m, prefix_tokens, "prefill", kv_dtype)
     sparse = roofline.bandwidth_floor_step_s(reads.total / reuse_tokens, g, n_gpus)
     dense = roofline.bandwidth_floor_step_s(reads.dense / reuse_tokens, g, n_gpus)
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n_gpus, context=prefix_tokens)
     comp_s = comp.seconds_per_token / n_gpus
     bound = "KV read" if sparse.seconds >= comp_s else "compute"
-    tps = 1 / max(sparse.seconds, comp_s)
-    dense_tps = 1 / max(dense.seconds, comp_s)
+    tps, dense_tps = 1 / max(sparse.seconds, comp_s), 1 / max(dense.seconds, comp_s)
     sparse_dense = (sparse.bytes, dense.bytes, sparse.seconds, dense.seconds)
     return PrefixRead(prefix_tokens, *sparse_dense, comp_s, tps, dense_tps, bound)
 

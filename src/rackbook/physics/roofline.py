@@ -143,11 +143,6 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     return KvBytes(model.id, kv_dtype, rows, kv_row, idx_row, total, formula)
 
 
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "fp4") -> int:
-    """Global KV-cache bytes per token (int; the sliding window not counted)."""
-    return kv_bytes(model, kv_dtype).bytes_per_token
-
-
 def kv_bytes_per_sequence(model: ModelSpec, context_tokens: int, kv_dtype: str = "fp4") -> int:
     """Global KV bytes of one sequence of ``context_tokens`` tokens, rounded up."""
     return math.ceil(kv_bytes(model, kv_dtype).bytes_per_token_exact * context_tokens)
@@ -455,16 +450,13 @@ def attention_flops(
 ) -> AttentionFlops:
     """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
-    n = phase_layers(m, phase)
-    a = m.architecture
+    a, n = m.architecture, phase_layers(m, phase)
     need(m, architecture__num_attention_heads=a.num_attention_heads)
     assert a.num_attention_heads is not None
     qk = kv_row_values(m)[0]
     v = a.mla.kv_lora_rank if a.mla is not None else qk
-    row, key = (
-        2 * a.num_attention_heads * (qk + v),
-        2 * a.num_attention_heads * (a.index_head_dim or 0),
-    )
+    row = 2 * a.num_attention_heads * (qk + v)
+    key = 2 * a.num_attention_heads * (a.index_head_dim or 0)
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
     win = n * min(a.sliding_window or 0, context) * row
