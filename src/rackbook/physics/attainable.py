@@ -162,8 +162,7 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` (> 0) tokens, scaled from the
-    timing."""
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` (> 0), scaled from the timing."""
     m, a = model.moe, model.architecture
     assert m.moe_intermediate_size and a.hidden_size
     dtype, cd = expert_dtypes(eff, model)
@@ -228,8 +227,7 @@ def decode_step(
     work: Workload | None = None,
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences on ``gpus`` GPUs doing ``work`` (default: no
-    context, no speculation): the busiest GPU's parts (seconds)."""
+    """One decode step of ``batch`` sequences doing ``work``: the busiest GPU's parts (seconds)."""
     w = work or Workload()
     context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture

@@ -44,8 +44,7 @@ class Workload:
 
 
 def time_shares(w: Workload, rates: dict[str, float]) -> dict[str, float]:
-    """Phase -> share of the GPUs' time ``w``'s tokens of it take at ``rates`` (tok/s per GPU;
-    0: never), phases without tokens left out; their sum is the figure's ratio to the rates."""
+    """Phase -> share of the GPUs' time ``w``'s tokens take at ``rates`` (tok/s per GPU), if any."""
     want = {"decode": w.output_tok_s_per_gpu, "prefill": w.new_input_tok_s_per_gpu}
     return {ph: want[ph] / r if r else math.inf for ph, r in rates.items() if want[ph]}
 
@@ -138,8 +137,7 @@ def memory_ceiling(
     work: Workload | None = None,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs
-    doing ``work`` (default: no context, no speculation)."""
+    """Decode tokens/s per GPU HBM bandwidth allows ``batch`` sequences doing ``work``."""
     w = work or Workload()
     kw: dict[str, Any] = dict(context_tokens=w.decode_context, kv_dtype=w.kv_dtype, batch=batch)
     r = roofline.batch1_decode_ceiling_tokens_per_s(

@@ -171,8 +171,7 @@ def expert_part(
 
 @dataclass(frozen=True)
 class Step:
-    """One decode step (or prefill token) in one deployment: seconds by part, total, rate per
-    GPU."""
+    """A decode step (or prefill token) in a deployment: seconds by part, total, tok/s per GPU."""
 
     deployment: str
     batch: float
@@ -215,8 +214,7 @@ def decode_step(
     work: Workload | None = None,
     tp: int = 1,
 ) -> Step:
-    """One decode step of ``batch`` sequences doing ``work`` (default: no context, no
-    speculation), attention TP over ``tp``: the busiest GPU's parts."""
+    """A decode step of ``batch`` sequences doing ``work``, attention TP ``tp``: the busiest GPU."""
     w = work or Workload()
     context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture
@@ -279,8 +277,7 @@ def prefill_token(
     fit: Fit,
     work: Workload,
 ) -> Step:
-    """Seconds per new prefill token per GPU behind ``work``'s prefix, each GPU prefilling
-    :data:`PREFILL_CHUNK` tokens a step."""
+    """Seconds per new prefill token per GPU behind ``work``'s prefix, in chunks of 8,192."""
     prefix, kv_dtype, chunk, m = work.prefill_prefix, work.kv_dtype, PREFILL_CHUNK, model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
