@@ -391,11 +391,8 @@ def _decode_estimate(
         model, gpu, gpus, context=w.decode_context, kv_dtype=w.kv_dtype, tp=tp, most=most
     )
     cap = float(c.sequences)
-    how = (
-        "dense on every GPU, experts spread; each sequence's KV on its GPU"
-        if dp
-        else "all weights spread; every GPU holds every sequence's compressed KV"
-    )
+    how = "dense on every GPU, experts spread; each sequence's KV on its GPU"
+    how = how if dp else "all weights spread; every GPU holds every sequence's compressed KV"
     cap_text = f"{c.formula} ({how}): {c.sequences:,.0f} sequences"
     batch = w.concurrency
     if cap < 1 or (batch is not None and batch > cap):

@@ -91,7 +91,7 @@ def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
 
 
 def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
-    """Tokens per EP rank, ``(layers, ep_size)``, for a placement."""
+    """Tokens per EP rank, ``(layers, ep_size)``, for a placement (every expert placed)."""
     loads = as_loads(logical_loads)
     num_layers, num_logical = loads.shape
     p2l = np.asarray(phy2log, dtype=np.int64)
@@ -104,13 +104,7 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
         raise InputError(
             None, "ep_size", f"{num_physical} physical experts do not divide over {ep_size} ranks"
         )
-    if (p2l < 0).any() or (p2l >= num_logical).any():
-        raise InputError(None, "phy2log", f"logical ids must lie in [0, {num_logical})")
-    cnt = replica_counts(p2l, num_logical)
-    if (cnt == 0).any():
-        layer, expert = (int(x) for x in np.argwhere(cnt == 0)[0])
-        raise InputError(None, "phy2log", f"layer {layer}: logical expert {expert} has no replica")
-    share = np.take_along_axis(loads / cnt, p2l, axis=1)
+    share = np.take_along_axis(loads / replica_counts(p2l, num_logical), p2l, axis=1)
     return share.reshape(num_layers, ep_size, num_physical // ep_size).sum(axis=2)
 
 
@@ -314,9 +308,8 @@ def calibrate_skew(
         f_hi = f(hi)
     iterations = 0
     while iterations < 200 and abs(f_lo - target) > tol and hi - lo > 1e-9:
-        mid = 0.5 * (lo + hi)
+        mid, iterations = 0.5 * (lo + hi), iterations + 1
         f_mid = f(mid)
-        iterations += 1
         if f_mid >= target or abs(f_mid - target) <= tol:  # within tol: lo ends the search
             lo, f_lo = mid, f_mid
         if f_mid < target:

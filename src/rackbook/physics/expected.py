@@ -96,14 +96,8 @@ def load_fit(path: str | Path | None = None) -> Fit:
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
     """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
-    v = catalogs.nic_bandwidth(gpu_id) if gpu_id else None
-    if v is None:
-        v = min(
-            s.nic_bandwidth_bytes_per_s_per_gpu
-            for s in catalogs.load_hardware().systems.values()
-            if s.nic_bandwidth_bytes_per_s_per_gpu is not None
-        )
-    return float(v)
+    nics = [s.nic_bandwidth_bytes_per_s_per_gpu for s in catalogs.load_hardware().systems.values()]
+    return float(catalogs.nic_bandwidth(gpu_id) or min(v for v in nics if v is not None))
 
 
 def _bucket(x: float) -> int:

@@ -121,9 +121,7 @@ def context_compute_growth_s(
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     extra = roofline.attention_flops(m, hi).total - roofline.attention_flops(m, lo).total
     dense = roofline.weight_split(m, "decode").dense_dtype
-    peak = g.flops(g.run_precision(dense))
-    assert peak is not None
-    return batch * extra / peak
+    return batch * extra / (g.flops(g.run_precision(dense)) or math.nan)
 
 
 def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: int) -> float:

@@ -33,11 +33,12 @@ def check_choice(value: str, choices: tuple[str, ...], field: str) -> None:
         raise InputError("-", field, f"{value!r} is not one of {', '.join(choices)}")
 
 
-def need(model: ModelSpec, **fields: object) -> None:
-    """InputError naming the first catalog field that is unknown (None)."""
+def need(model: ModelSpec, **fields: int | None) -> list[int]:
+    """The catalog ``fields``' values; InputError naming the first that is unknown (None)."""
     for name, value in fields.items():
         if value is None:
             raise InputError(model.file, name.replace("__", "."), "unknown in the model catalog")
+    return [v for v in fields.values() if v is not None]
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,7 @@ def kv_row_values(model: ModelSpec) -> tuple[int, int]:
     if a.mla is not None:
         kv = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
     else:
-        need(model, architecture__head_dim=a.head_dim)
-        assert a.head_dim is not None
-        kv = a.head_dim
+        kv = need(model, architecture__head_dim=a.head_dim)[0]
     return kv, a.index_head_dim or 0
 
 
@@ -195,10 +194,8 @@ class WeightSplit:
 
 
 def _in_phase(model: ModelSpec, phase: str, field: str, total: int | None) -> int:
-    need(model, **{field: total})
-    assert total is not None
-    enc = model.architecture.num_encoder_layers
-    return min(total, enc) if phase == "prefill" and enc else total
+    n, enc = need(model, **{field: total})[0], model.architecture.num_encoder_layers
+    return min(n, enc) if phase == "prefill" and enc else n
 
 
 def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
@@ -209,17 +206,15 @@ def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
 def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
     """Active parameters per token of ``phase`` split into routed experts and dense."""
     m, a = model.moe, model.architecture
-    active = model.active_params(phase)
-    need(
+    active, k, inter, hidden = need(
         model,
-        **{f"params__active_{phase}": active},
+        **{f"params__active_{phase}": model.active_params(phase)},
         moe__experts_per_token=m.experts_per_token,
         moe__moe_intermediate_size=m.moe_intermediate_size,
         architecture__hidden_size=a.hidden_size,
     )
-    assert active and m.experts_per_token and m.moe_intermediate_size and a.hidden_size
     layers = moe_layers(model, phase)
-    routed = layers * m.experts_per_token * 3 * a.hidden_size * m.moe_intermediate_size
+    routed = layers * k * 3 * hidden * inter
     dense = active - routed
     if dense < 0:
         raise InputError(
@@ -245,10 +240,11 @@ def expert_bytes(model: ModelSpec) -> float:
     w, m, a = model.weights, model.moe, model.architecture
     if w.routed_expert_bytes is not None:
         return float(w.routed_expert_bytes)
-    need(model, moe__moe_intermediate_size=m.moe_intermediate_size, hidden=a.hidden_size)
-    assert m.moe_intermediate_size and a.hidden_size
+    inter, hidden = need(
+        model, moe__moe_intermediate_size=m.moe_intermediate_size, hidden=a.hidden_size
+    )
     dtype = w.routed_expert_dtype or w.dense_dtype or "bf16"
-    return float(3 * a.hidden_size * m.moe_intermediate_size * DENSE_BYTES_PER_PARAM[dtype])
+    return float(3 * hidden * inter * DENSE_BYTES_PER_PARAM[dtype])
 
 
 @dataclass(frozen=True)
@@ -270,19 +266,16 @@ class Storage:
 def storage(model: ModelSpec) -> Storage:
     """Stored bytes: every routed expert, and the dense params at their dtype."""
     m, a, p = model.moe, model.architecture, model.params
-    backbone = p.backbone or p.total
-    need(
+    backbone, experts, layers, inter, hidden = need(
         model,
-        params__backbone=backbone,
+        params__backbone=p.backbone or p.total,
         moe__num_routed_experts=m.num_routed_experts,
         moe__num_moe_layers=m.num_moe_layers,
         moe__moe_intermediate_size=m.moe_intermediate_size,
         architecture__hidden_size=a.hidden_size,
     )
-    assert backbone and m.num_routed_experts and m.num_moe_layers
-    assert m.moe_intermediate_size and a.hidden_size
-    n_experts = m.num_moe_layers * m.num_routed_experts
-    routed_params = n_experts * 3 * a.hidden_size * m.moe_intermediate_size
+    n_experts = layers * experts
+    routed_params = n_experts * 3 * hidden * inter
     dense_params = backbone - routed_params
     if dense_params < 0:
         raise InputError(model.file, "params.backbone", "below the routed params")
@@ -451,12 +444,10 @@ def attention_flops(
     """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
     a, n = m.architecture, phase_layers(m, phase)
-    need(m, architecture__num_attention_heads=a.num_attention_heads)
-    assert a.num_attention_heads is not None
+    heads = need(m, architecture__num_attention_heads=a.num_attention_heads)[0]
     qk = kv_row_values(m)[0]
     v = a.mla.kv_lora_rank if a.mla is not None else qk
-    row = 2 * a.num_attention_heads * (qk + v)
-    key = 2 * a.num_attention_heads * (a.index_head_dim or 0)
+    row, key = 2 * heads * (qk + v), 2 * heads * (a.index_head_dim or 0)
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
     win = n * min(a.sliding_window or 0, context) * row
