@@ -236,8 +236,9 @@ def decode_step(
     shards = gpus if tp else 1  # the GPUs one sequence's dense weights and index heads span
     tokens = batch * verify  # over all the GPUs
     local = batch if tp else batch / min(batch, gpus)  # sequences a GPU with sequences serves
-    split = roofline.weight_split(model, "decode")
-    t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    split, bw = roofline.weight_split(model, "decode"), gpu.hbm_bandwidth_bytes_per_s
+    stream = eff.stream * bw  # bytes/s a kernel streams
+    t_read = split.dense_bytes / shards / stream
     flops = dense_flops(eff, gpu, split.dense_dtype)
     t_gemm = 2 * (split.dense_params / shards) * (tokens if tp else local * verify) / flops
     parts = {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
@@ -247,19 +248,18 @@ def decode_step(
     parts["experts"] = split.moe_layers * mine * expert_seconds(eff, model, gpu, per_expert)
     seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
     if kv_dtype and context:
-        bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
+        kc, att_cfg = model.kv_cache, model.attention
         srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
         keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
         scan = sum(scan_seconds(eff, k, seqs) for k in keys) * (eff.spec_bw / bw) / shards
         cr = roofline.context_reads(model, context, "decode", kv_dtype)
-        reads = (cr.rows + cr.pool + cr.window) * seqs / (eff.stream * bw)
+        reads = (cr.rows + cr.pool + cr.window) * seqs / stream
         lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
         att = a.num_layers * (lat * (eff.spec_bw / bw))
         parts |= {"index scan": scan} if scan else {}
         if att or reads:
             parts["attention" if att >= reads else "context reads"] = max(att, reads)
     if verify > 1 and model.speculative is not None:
-        stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
         parts["drafter"] = roofline.draft_bytes(model) / shards / stream
     link = _link(gpu, gpus)
     if link and not tp:  # dispatch + combine of each token to the experts on other GPUs

@@ -353,6 +353,7 @@ def check_claim(
         output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
         new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
     )
+    r = _ceilings(m, g, gpus, phase, w, longest, notes, active_scale)
     return Check(
         model=m.id,
         gpu=g.id,
@@ -366,7 +367,9 @@ def check_claim(
         gpu_label=g.label,
         spec=m,
         gpu_spec=g,
-        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, active_scale),
+        verdict=physics_verdict(r["ratio"]),
+        ceiling_tok_s_per_gpu=claimed / r["ratio"] if r["ratio"] > 0 else math.inf,
+        **r,
     )
 
 
@@ -375,7 +378,6 @@ def _ceilings(
     g: GpuSpec,
     gpus: int,
     phase: str,
-    claimed: float,
     w: Workload,
     longest: float,
     notes: list[str],
@@ -406,9 +408,7 @@ def _ceilings(
     if why is not None:
         notes.insert(0, why)
         return dict(
-            verdict="impossible",
             ratio=math.inf,
-            ceiling_tok_s_per_gpu=0.0,
             limit=f"memory capacity ({cap.what_does_not_fit or 'KV cache'})",
             batch=None if w.concurrency is None else whole(w.concurrency),
             ceilings=ceilings,
@@ -447,9 +447,7 @@ def _ceilings(
     ratio = sum(fractions.values())
     ph = max(fractions, key=lambda k: fractions[k])
     return dict(
-        verdict=physics_verdict(ratio),
         ratio=ratio,
-        ceiling_tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
         limit=binding[ph].name if len(fractions) == 1 else f"{ph} {binding[ph].name}",
         batch=None if chosen is None else whole(chosen),
         ceilings=ceilings,

@@ -29,12 +29,8 @@ def check_layout(
     source: _Source = None,
 ) -> int:
     """Check an EP layout; return the number of physical experts (logical + redundant)."""
-    for name, value, low in (
-        ("ep_size", ep_size, 1),
-        ("redundant", redundant, 0),
-        ("groups", groups, 1),
-        ("nodes", nodes, 1),
-    ):
+    values = {"ep_size": ep_size, "redundant": redundant, "groups": groups, "nodes": nodes}
+    for (name, value), low in zip(values.items(), (1, 0, 1, 1), strict=True):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InputError(source, name, f"must be an integer >= {low}, got {value!r}")
     num_physical = num_logical + redundant
