@@ -112,7 +112,6 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
     """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``."""
     num_layers, num_items = weight.shape
-    assert num_items % num_packs == 0
     per_pack = num_items // num_packs
     if per_pack == 1:
         pack_index = np.tile(np.arange(num_items, dtype=np.int64), (num_layers, 1))
@@ -140,7 +139,6 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
 def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.ndarray]:
     """Add replicas one by one to the expert with the highest load per replica."""
     rows, num_log = weight.shape
-    assert num_phy >= num_log
     phy2log = np.tile(np.arange(num_phy, dtype=np.int64), (rows, 1))
     logcnt = np.ones((rows, num_log), dtype=np.int64)
     r = np.arange(rows, dtype=np.int64)
@@ -155,13 +153,9 @@ def rebalance_experts_hierarchical(
     weight: np.ndarray, num_physical: int, num_groups: int, num_nodes: int, num_ranks: int
 ) -> np.ndarray:
     """Hierarchical EPLB; returns ``phy2log`` ``(layers, num_physical)``."""
-    num_layers, num_logical = weight.shape
-    assert num_logical % num_groups == 0
+    num_layers, num_logical = weight.shape  # the layout checked (check_layout): all divide
     group_size = num_logical // num_groups
-    assert num_groups % num_nodes == 0
     groups_per_node = num_groups // num_nodes
-    assert num_ranks % num_nodes == 0
-    assert num_physical % num_ranks == 0
     per_rank = num_physical // num_ranks
 
     # 1. groups -> nodes
@@ -252,19 +246,12 @@ def synthetic_loads(
     for w in range(windows):
         for layer in range(num_layers):
             loads[w, layer] = rng.multinomial(tokens_per_layer, pop[layer])
-    meta = {
-        "kind": "synthetic",
-        "generator": SYNTHETIC_GENERATOR,
-        "seed": int(seed),
-        "skew": float(skew),
-        "num_layers": int(num_layers),
-        "num_experts": int(num_experts),
-        "tokens_per_layer": int(tokens_per_layer),
-        "windows": int(windows),
-        "note": "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
-        "multinomial draws); not measured from any model",
-    }
-    return loads, meta
+    names = ("num_layers", "num_experts", "tokens_per_layer", "windows")
+    counts = zip(names, map(int, (num_layers, num_experts, tokens_per_layer, windows)), strict=True)
+    note = "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
+    note += "multinomial draws); not measured from any model"
+    meta = dict(kind="synthetic", generator=SYNTHETIC_GENERATOR, seed=int(seed), skew=float(skew))
+    return loads, meta | dict(counts) | {"note": note}
 
 
 def calibrate_skew(
