@@ -150,8 +150,7 @@ def memory_ceiling(
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences whose KV fits after the weights (0 when none; over ``gpus // tp`` groups), bytes
-    per GPU."""
+    """Sequences whose KV fits after the weights (0: none; over ``gpus // tp`` groups), bytes."""
 
     sequences: int
     weights_bytes: float

@@ -39,8 +39,7 @@ PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 @dataclass(frozen=True)
 class Fit:
-    """The fitted part: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual
-    interval."""
+    """The fit: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual interval."""
 
     efficiency: float
     layer_s: float
@@ -108,8 +107,7 @@ R = TypeVar("R")
 
 
 def _by_identity(fn: Callable[..., R]) -> Callable[..., R]:
-    """``fn`` memoised on its positional arguments: scalars by value, objects by identity (kept
-    alive, so an id is not reused while it keys an entry)."""
+    """``fn`` memoised on its arguments: scalars by value, objects by identity (and kept alive)."""
     memo: dict[tuple[Any, ...], tuple[tuple[Any, ...], R]] = {}
 
     @functools.wraps(fn)

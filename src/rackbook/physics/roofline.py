@@ -364,7 +364,6 @@ class ContextGrowth:
     lo: int
     hi: int
     batch: int
-    n_gpus: int
     sparse_ms: float
     dense_ms: float
     sparse_bytes: float
@@ -387,7 +386,7 @@ def context_growth(
     sparse = batch * (b.sparse_bytes - a.sparse_bytes)
     dense = batch * (b.dense_bytes - a.dense_bytes)
     s_ms, d_ms = (1000 * bandwidth_floor_step_s(x, g, n_gpus).seconds for x in (sparse, dense))
-    return ContextGrowth(lo, hi, batch, n_gpus, s_ms, d_ms, sparse, dense)
+    return ContextGrowth(lo, hi, batch, s_ms, d_ms, sparse, dense)
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
@@ -456,8 +455,7 @@ def attention_flops(
 
 @dataclass(frozen=True)
 class ContextReads:
-    """Bytes a token reads from a sequence's caches: scan, rows, pool, window; ``dense``: all
-    rows."""
+    """Bytes a token reads from a sequence's caches: scan, rows, pool, window; ``dense``: all."""
 
     phase: str
     context: int
@@ -506,7 +504,6 @@ class Ceiling:
     tokens_per_s: float
     seconds_per_token: float
     flops_per_token: int
-    n_gpus: int
     notes: tuple[str, ...]
     formula: str
 
@@ -524,10 +521,8 @@ def compute_ceiling_tokens_per_s(
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
     notes, parts, seconds = [], [], 0.0
-    for label, params, dtype in (
-        ("routed", split.routed_params, split.routed_dtype),
-        ("dense", split.dense_params, split.dense_dtype),
-    ):
+    for label in ("routed", "dense"):  # the dense part last: attention runs at its precision
+        params, dtype = getattr(split, f"{label}_params"), getattr(split, f"{label}_dtype")
         run = g.run_precision(dtype)
         if run != dtype:
             notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
@@ -535,7 +530,7 @@ def compute_ceiling_tokens_per_s(
         seconds += 2 * params * active_scale / peak
         parts.append(f"2 x {eng(params * active_scale)} / {fmt(peak, 'FLOP/s')} ({run})")
     attn = 0.0
-    if context:  # at the dense weights' precision: ``run`` and ``peak`` of the last part
+    if context:
         attn = attention_flops(m, context, phase).total
         seconds += attn / peak
         parts.append(
@@ -547,7 +542,7 @@ def compute_ceiling_tokens_per_s(
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
     fpt = round(2 * split.active_params * active_scale + attn)
-    return Ceiling(tps, seconds, fpt, n_gpus, tuple(notes), formula)
+    return Ceiling(tps, seconds, fpt, tuple(notes), formula)
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
@@ -598,8 +593,7 @@ def batch1_decode_ceiling_tokens_per_s(
     batch: float = 1.0,
     active_scale: float = 1.0,
 ) -> Batch1Decode:
-    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (bytes a step
-    reads; no communication counted); ``active_scale`` scales the active weights."""
+    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (no network)."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
