@@ -458,8 +458,7 @@ def estimate(
 
 
 def for_check(c: Check, **kw: Any) -> Attainable:
-    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read;
-    ``kw``: its ``deployment``, ``calibration``."""
+    """:func:`estimate` for a :class:`check.Check` (``kw``: ``deployment``, ``calibration``)."""
     model, gpu = c.spec or c.model, c.gpu_spec or c.gpu
     kw |= dict(claimed=c.claimed_tok_s_per_gpu, phase=c.phase)
     return estimate(model, gpu, c.gpus, c.work, **kw)

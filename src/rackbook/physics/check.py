@@ -204,9 +204,8 @@ def capacity(
     relative: bool = False,
     window: bool = True,
 ) -> Capacity:
-    """Sequences of ``context`` tokens whose KV fits after the weights (bytes per GPU): all
-    weights spread (``tp`` None) or dense over ``tp`` and KV in ``gpus // tp`` groups, at most
-    ``most``; ``offload``: weights may sit in host memory; ``weights``, ``hbm``: given bytes."""
+    """Sequences of ``context`` tokens whose KV fits after the weights (bytes per GPU): all spread
+    (``tp`` None) or dense over ``tp``, KV in ``gpus // tp`` groups; ``offload``: to host memory."""
     if weights is None:
         st = roofline.storage(model)
         weights = st.dense_bytes / tp + st.routed_bytes / gpus if tp else st.total_bytes / gpus
@@ -476,9 +475,8 @@ def cached_share_threshold(
     tol: float = 1e-4,
     **kwargs: Any,
 ) -> Threshold:
-    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) has
-    ``reading`` <= 1 (0 always, None never): ``steps`` even shares and all but the last input
-    token tried, the last crossing bisected to ``tol``."""
+    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) has ``reading``
+    <= 1 (0 always, None never): ``steps`` even shares tried, the last crossing bisected."""
 
     def ratio(c: float) -> float:
         return reading(check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs))

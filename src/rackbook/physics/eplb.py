@@ -265,8 +265,7 @@ def calibrate_skew(
     redundant: int = 0,
     windows: int = 1,
 ) -> dict[str, Any]:
-    """The SYNTHETIC skew whose static placement at ``ep_size`` scores the target balancedness
-    (within 1e-4, at most 200 bisections)."""
+    """The SYNTHETIC skew whose static placement at ``ep_size`` scores the target (within 1e-4)."""
     tol = 1e-4
     phy2log = static_placement(num_experts, ep_size, redundant)  # checks the layout
 

@@ -474,8 +474,7 @@ def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) ->
 def for_check(
     c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None, **kw: Any
 ) -> Expected:
-    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can);
-    ``kw``: :func:`expected`'s ``deployment``, ``calibration``, ``fit``."""
+    """:func:`expected` for a :class:`check.Check`, the batch by :func:`littles_law` if it can."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:
