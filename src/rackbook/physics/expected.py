@@ -174,9 +174,7 @@ class Step:
 
 def deployment_name(tp: int, gpus: int) -> str:
     """``dp-ep`` (tp 1), ``tp-ep`` (tp = gpus), else ``hybrid tpN``."""
-    if tp == 1:
-        return "dp-ep"
-    return "tp-ep" if tp == gpus else f"hybrid tp{tp}"
+    return "dp-ep" if tp == 1 else "tp-ep" if tp == gpus else f"hybrid tp{tp}"
 
 
 @_by_identity
@@ -186,8 +184,7 @@ def _context(
     rel = model.kv_cache.relative_to
     if model.kv_cache.compression_ratios is None and rel is not None and kv_dtype and context:
         other = catalogs.as_model(rel.model)
-        dtype = kv_dtype if other.kv_cache.row_formats else None
-        base = _context(other, context, phase, dtype or "fp4")
+        base = _context(other, context, phase, kv_dtype if other.kv_cache.row_formats else "fp4")
         return tuple(x * rel.factor for x in base)  # type: ignore[return-value]
     if not kv_dtype or not context or model.kv_cache.compression_ratios is None:
         return 0.0, 0.0, 0.0, 0.0

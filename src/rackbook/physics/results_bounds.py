@@ -42,10 +42,8 @@ def verdict_rule() -> VerdictRule:
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
     """The most total tokens/s per GPU any cached share gives (whole context, one output token)."""
     m = catalogs.as_model(model)
-    top = m.architecture.max_context_tokens
-    if top is None:
-        raise InputError(m.file, "architecture.max_context_tokens", "unknown in the model catalog")
-    isl = top - 1
+    top = roofline.need(m, architecture__max_context_tokens=m.architecture.max_context_tokens)
+    isl = top[0] - 1
     return check.check_claim(
         m, hw, n_gpus, 1.0, counted="total", isl=isl, osl=1, cached_share=(isl - 1) / isl
     )

@@ -229,10 +229,8 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
 
 def draft_bytes(model: ModelSpec) -> float:
     """Bytes of the drafter's active weights (0 without one in the catalog)."""
-    spec = model.speculative
-    if spec is None:
-        return 0.0
-    return spec.draft_active_params * float(DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    s = model.speculative
+    return s.draft_active_params * float(DENSE_BYTES_PER_PARAM[s.draft_dtype]) if s else 0.0
 
 
 def expert_bytes(model: ModelSpec) -> float:
