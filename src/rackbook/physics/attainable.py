@@ -79,7 +79,6 @@ def _to_json(e: Efficiencies) -> dict[str, Any]:
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
-
     def arrays(xs: list[list[float]]) -> Any:
         return tuple(np.asarray(x, dtype=np.float64) for x in xs)
 

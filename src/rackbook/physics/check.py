@@ -298,10 +298,8 @@ def check_claim(
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
     m = sv.model
-    if counted is None:
-        counted = "input" if phase == "prefill" else "output"
-    if phase is None:
-        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
+    counted = counted or ("input" if phase == "prefill" else "output")
+    phase = phase or ("mixed" if isl and osl else ("prefill" if counted == "input" else "decode"))
     if counted == "total" and not (isl and osl):
         raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
     if (phase, counted) in (("prefill", "output"), ("decode", "input")):

@@ -35,18 +35,13 @@ def check_layout(
             raise InputError(source, name, f"must be an integer >= {low}, got {value!r}")
     num_physical = num_logical + redundant
     if num_physical % ep_size:
-        raise InputError(
-            source,
-            "ep_size",
-            f"{num_logical} experts + {redundant} redundant = {num_physical} physical experts "
-            f"do not divide evenly over {ep_size} ranks",
-        )
+        problem = f"{num_logical} experts + {redundant} redundant = {num_physical} physical experts"
+        raise InputError(source, "ep_size", f"{problem} do not divide evenly over {ep_size} ranks")
     if num_logical % groups:
         raise InputError(source, "groups", f"{groups} groups do not divide {num_logical} experts")
     if groups % nodes == 0 and ep_size % nodes:
-        raise InputError(
-            source, "nodes", f"{ep_size} ranks do not divide evenly over {nodes} nodes"
-        )
+        problem = f"{ep_size} ranks do not divide evenly over {nodes} nodes"
+        raise InputError(source, "nodes", problem)
     return num_physical
 
 

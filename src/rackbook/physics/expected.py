@@ -367,8 +367,7 @@ def expected(
         widths = [want]
     terms: dict[str, dict[str, float]] = {}
     rates: dict[str, float] = {}
-    best: Step | None = None
-    batch_text = ""
+    best, batch_text = None, ""
     if phase in ("decode", "mixed"):
         best, batch_text = _best_decode(m, g, gpus, eff, fit, widths, work, decode_batch, tpot_ms)
         if best is None:

@@ -105,10 +105,9 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     rows = kv_rows_per_token(model)
     table = model.kv_cache.row_formats
     fmts = getattr(table, kv_dtype) if table is not None else None
+    where = f"kv_cache.row_formats.{kv_dtype}"
     if fmts is None:
-        raise InputError(
-            model.file, f"kv_cache.row_formats.{kv_dtype}", "row format not known for this model"
-        )
+        raise InputError(model.file, where, "row format not known for this model")
     kv_vals, idx_vals = kv_row_values(model)
     kv_row, idx_row = fmts.kv.bytes_for(kv_vals), fmts.indexer.bytes_for(idx_vals)
     ratios, layers = model.kv_cache.compression_ratios or [], model.kv_cache.owning_layers or []
@@ -217,11 +216,8 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
     routed = layers * k * 3 * hidden * inter
     dense = active - routed
     if dense < 0:
-        raise InputError(
-            model.file,
-            f"params.active_{phase}",
-            f"smaller than the {eng(routed)} routed params of {layers} MoE layers",
-        )
+        problem = f"smaller than the {eng(routed)} routed params of {layers} MoE layers"
+        raise InputError(model.file, f"params.active_{phase}", problem)
     dense_dtype = model.weights.dense_dtype or "bf16"
     routed_dtype = model.weights.routed_expert_dtype or dense_dtype
     return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers)
@@ -570,12 +566,10 @@ def verify_count(model: ModelSpec, tokens_per_step: float) -> int:
         return 1
     spec = model.speculative
     if spec is not None and tokens_per_step > spec.draft_tokens + 1:
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
-            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
-        )
+        most = spec.draft_tokens + 1
+        problem = f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+        problem += f"{spec.draft_tokens} tokens a step, so a step keeps at most {most}"
+        raise InputError("-", "tokens_per_step", problem)
     return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
 
 
