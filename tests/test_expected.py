@@ -131,8 +131,8 @@ def test_fp4_and_bf16_index_keys_differ_at_long_context() -> None:
 @pytest.mark.parametrize("batch", [1, 4, 64, 1024])
 def test_a_6_token_verify_never_costs_less_than_plain_decode(eff, gb300, flash, batch) -> None:
     fit = E.load_fit()
-    plain = E.decode_step(flash, gb300, 4, batch, eff, fit, verify=1)
-    six = E.decode_step(flash, gb300, 4, batch, eff, fit, verify=6)
+    plain = E.decode_step(flash, gb300, 4, batch, eff, fit, Workload(verify_tokens=1))
+    six = E.decode_step(flash, gb300, 4, batch, eff, fit, Workload(verify_tokens=6))
     assert six.seconds >= plain.seconds
     assert six.parts["experts"] >= plain.parts["experts"]
 

@@ -26,7 +26,7 @@ def v41():
 @pytest.mark.parametrize(("dtype", "expected"), [("fp4", 890), ("fp8", 1650), ("bf16", 3200)])
 def test_kv_bytes_per_token_v41(v41, dtype, expected):
     # 2.5 rows/token x (288 + 68) = 890; x (528 + 132) = 1650; x (1024 + 256) = 3200
-    assert roofline.kv_bytes_per_token(v41, dtype) == expected
+    assert roofline.kv_bytes(v41, dtype).bytes_per_token == expected
     assert roofline.kv_rows_per_token(v41) == 2.5
 
 
@@ -37,7 +37,7 @@ def test_kv_formula_shows_the_arithmetic(v41):
 
 def test_kv_bytes_v3_bf16_is_61_layers_of_576_values():
     v3 = catalogs.load_model("deepseek-v3")
-    assert roofline.kv_bytes_per_token(v3, "bf16") == 61 * (512 + 64) * 2 == 70272
+    assert roofline.kv_bytes(v3, "bf16").bytes_per_token == 61 * (512 + 64) * 2 == 70272
     with pytest.raises(InputError, match=r"deepseek-v3.yaml: kv_cache.row_formats.fp4: row"):
         roofline.kv_bytes(v3, "fp4")
 
@@ -154,7 +154,6 @@ def test_context_reads_at_both_ends(v41):
     # dense: (6 + 6 + 6) consumers of the ratio-2 sources x 1/2 + 20 x 1, x 288 B, + the scan
     assert r.dense_bytes_per_token == (18 / 2 + 20) * 288 + 170 == 8522
     fixed = 38 * 512 * 288 + 4 * 16_384 * 68
-    assert r.fixed_sparse_bytes == fixed
     assert r.sparse_bytes == 170 * 128_000 + fixed
     g = roofline.context_growth(v41, "gb300", 128_000, 855_000)
     # 727,000 x 170 B = 123.59 MB at 8 TB/s = 15.45 us; dense 727,000 x 8522 B = 6.196 GB: 774 us
@@ -176,7 +175,7 @@ def test_active_weights_per_step(v41):
     assert one.weight_bytes == pytest.approx(7_506_534_400 + 40 * 6 * 18_800_640, rel=1e-12)
     assert one.weight_bytes == pytest.approx(12_018_688_000, rel=1e-12)
     six = roofline.batch1_decode_ceiling_tokens_per_s(
-        v41, "b300", acceptance_length=6, verify_tokens=6, routing="uniform"
+        v41, "b300", acceptance_length=6, routing="uniform"
     )
     routed = 40 * 34.62270569 * 18_800_640
     assert six.weight_bytes == pytest.approx(7_506_534_400 + routed, rel=1e-9)

@@ -149,7 +149,7 @@ def _kv(model: Any) -> str:
     out = []
     for dt in ("fp4", "fp8", "bf16"):
         try:
-            out.append(f"{dt} {roofline.kv_bytes_per_token(model, dt):,} B")
+            out.append(f"{dt} {roofline.kv_bytes(model, dt).bytes_per_token:,} B")
         except InputError:
             out.append(f"{dt} -")
     return ", ".join(out)

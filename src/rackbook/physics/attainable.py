@@ -27,9 +27,6 @@ DEPLOYMENT_TEXT: dict[str, str] = {
     "dp-ep": "attention data-parallel + experts expert-parallel",
     "tp-ep": "attention tensor-parallel + experts expert-parallel",
 }
-#: Bytes per hidden value a token moves to an expert on another GPU: dispatch FP8, combine BF16.
-DISPATCH_BYTES_PER_VALUE = 1
-COMBINE_BYTES_PER_VALUE = 2
 #: The resource each part of a step is named by when a figure needs faster kernels.
 RESOURCE: dict[str, str] = {
     "dense weights": "stream bandwidth",
@@ -82,7 +79,6 @@ def _to_json(e: Efficiencies) -> dict[str, Any]:
 
 
 def _from_json(d: dict[str, Any]) -> Efficiencies:
-
     def arrays(xs: list[list[float]]) -> Any:
         return tuple(np.asarray(x, dtype=np.float64) for x in xs)
 
@@ -98,12 +94,9 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     where = cal.path or "calibration"
     spec = cal.run.get("spec") or {}
     if not spec.get("hbm_TBps"):
-        raise InputError(
-            where,
-            "run.json.spec",
-            "no data sheet (a CPU calibration has none): the attainable estimate needs the "
-            "share of a GPU's data sheet that its kernels reach",
-        )
+        problem = "no data sheet (a CPU calibration has none): the attainable estimate needs "
+        problem += "the share of a GPU's data sheet that its kernels reach"
+        raise InputError(where, "run.json.spec", problem)
     spec_bw = float(spec["hbm_TBps"]) * 1e12
     flops = {
         d: float(spec[f"{d}_dense_TFLOPs"]) * 1e12
@@ -132,24 +125,16 @@ def _efficiencies(cal: Calibration | None) -> Efficiencies:
     experts = {d: curve(e, *cols) for d, e in gemms.items() if not e.empty}
     if not experts:
         raise InputError(where, "kernels", "no expert_gemm rows")
+    gpu, kernels = str(cal.run["gpu"]), {"scan": "indexer_scan", "attention": "sparse_attention"}
+    curves = {k: curve(need(fam), "size", "seconds") for k, fam in kernels.items()}
+    shapes = dict(cal.run.get("shapes") or {})
     return Efficiencies(
-        cal.label,
-        str(cal.run["gpu"]),
-        spec_bw,
-        flops,
-        stream,
-        dense,
-        experts,
-        curve(need("indexer_scan"), "size", "seconds"),
-        curve(need("sparse_attention"), "size", "seconds"),
-        dict(cal.run.get("shapes") or {}),
+        cal.label, gpu, spec_bw, flops, stream, dense, experts, **curves, shapes=shapes
     )
 
 
 def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
-    if x <= 0:
-        return 0.0
-    if x <= xs[0]:
+    if x <= xs[0]:  # x > 0: keys, tokens
         return float(ys[0] * x / xs[0])
     if x >= xs[-1]:
         if len(xs) == 1:
@@ -160,9 +145,7 @@ def _interp(x: float, xs: np.ndarray, ys: np.ndarray) -> float:
 
 
 def scan_seconds(eff: Efficiencies, keys: float, sequences: float) -> float:
-    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys."""
-    if keys <= 0 or sequences <= 0:
-        return 0.0
+    """Calibration-GPU seconds of one index layer's scan of ``sequences`` x ``keys`` keys (> 0)."""
     sizes, secs = eff.scan
     rate = float((sizes / secs).max())
     one = _interp(keys, sizes, secs) if keys <= sizes[-1] else keys / rate
@@ -178,21 +161,15 @@ def expert_dtypes(eff: Efficiencies, model: ModelSpec) -> tuple[str, str]:
 
 
 def expert_seconds(eff: Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
-    """Seconds one routed expert takes on ``gpu`` for ``tokens`` tokens, scaled from the timing."""
-    if tokens <= 0:
-        return 0.0
+    """Seconds one routed expert takes on ``gpu`` for ``tokens`` (> 0), scaled from the timing."""
     m, a = model.moe, model.architecture
     assert m.moe_intermediate_size and a.hidden_size
     dtype, cd = expert_dtypes(eff, model)
     sizes, secs, nbytes, flops = eff.experts[cd]
     t = _interp(tokens, sizes, secs) if tokens >= sizes[0] else float(secs[0])
     b_cal = float(np.interp(tokens, sizes, nbytes))
-    shapes = eff.shapes
-    per_cal = (
-        3
-        * shapes.get("hidden_size", a.hidden_size)
-        * shapes.get("moe_intermediate_size", m.moe_intermediate_size)
-    )
+    i_cal = eff.shapes.get("moe_intermediate_size", m.moe_intermediate_size)
+    per_cal = 3 * eff.shapes.get("hidden_size", a.hidden_size) * i_cal
     f_cal = 2.0 * max(tokens, 1.0) * per_cal
     f_t = 2.0 * max(tokens, 1.0) * 3 * a.hidden_size * m.moe_intermediate_size
     run = gpu.run_precision(dtype)
@@ -233,8 +210,7 @@ class Estimate:
 def _dispatch_bytes(model: ModelSpec, gpus: int) -> float:
     k, h = model.moe.experts_per_token, model.architecture.hidden_size
     assert k and h
-    per_tok = k * (gpus - 1) / gpus * h
-    return per_tok * (DISPATCH_BYTES_PER_VALUE + COMBINE_BYTES_PER_VALUE)
+    return k * (gpus - 1) / gpus * h * 3  # bytes a value: dispatch FP8 (1) + combine BF16 (2)
 
 
 def _link(gpu: GpuSpec, gpus: int) -> float:
@@ -247,23 +223,21 @@ def decode_step(
     gpus: int,
     batch: float,
     eff: Efficiencies,
-    *,
-    context: float = 0,
-    tokens_per_step: float = 1.0,
-    verify: int = 1,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
     deployment: str = "dp-ep",
 ) -> Estimate:
-    """One decode step of ``batch`` sequences on ``gpus`` GPUs: the busiest GPU's parts
-    (seconds)."""
+    """One decode step of ``batch`` sequences doing ``work``: the busiest GPU's parts (seconds)."""
+    w = work or Workload()
+    context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     tp = deployment == "tp-ep"
     shards = gpus if tp else 1  # the GPUs one sequence's dense weights and index heads span
     tokens = batch * verify  # over all the GPUs
     local = batch if tp else batch / min(batch, gpus)  # sequences a GPU with sequences serves
-    split = roofline.weight_split(model, "decode")
-    t_read = split.dense_bytes / shards / (eff.stream * gpu.hbm_bandwidth_bytes_per_s)
+    split, bw = roofline.weight_split(model, "decode"), gpu.hbm_bandwidth_bytes_per_s
+    stream = eff.stream * bw  # bytes/s a kernel streams
+    t_read = split.dense_bytes / shards / stream
     flops = dense_flops(eff, gpu, split.dense_dtype)
     t_gemm = 2 * (split.dense_params / shards) * (tokens if tp else local * verify) / flops
     parts = {"dense weights" if t_read >= t_gemm else "dense GEMMs": max(t_read, t_gemm)}
@@ -273,19 +247,18 @@ def decode_step(
     parts["experts"] = split.moe_layers * mine * expert_seconds(eff, model, gpu, per_expert)
     seqs = batch / gpus if tp else local  # the sequences whose context a GPU reads
     if kv_dtype and context:
-        bw, kc, att_cfg = gpu.hbm_bandwidth_bytes_per_s, model.kv_cache, model.attention
+        kc, att_cfg = model.kv_cache, model.attention
         srcs = zip(kc.owning_layers or [], kc.compression_ratios or [], strict=True)
         keys = [context / r for lay, r in srcs if att_cfg and lay in att_cfg.index_sources]
         scan = sum(scan_seconds(eff, k, seqs) for k in keys) * (eff.spec_bw / bw) / shards
         cr = roofline.context_reads(model, context, "decode", kv_dtype)
-        reads = (cr.rows + cr.pool + cr.window) * seqs / (eff.stream * bw)
+        reads = (cr.rows + cr.pool + cr.window) * seqs / stream
         lat = float(np.interp(context, *eff.attention))  # a latency: flat outside the sizes timed
         att = a.num_layers * (lat * (eff.spec_bw / bw))
         parts |= {"index scan": scan} if scan else {}
         if att or reads:
             parts["attention" if att >= reads else "context reads"] = max(att, reads)
     if verify > 1 and model.speculative is not None:
-        stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
         parts["drafter"] = roofline.draft_bytes(model) / shards / stream
     link = _link(gpu, gpus)
     if link and not tp:  # dispatch + combine of each token to the experts on other GPUs
@@ -294,12 +267,12 @@ def decode_step(
         allreduce = a.num_layers * 2 * 2 * (gpus - 1) / gpus * tokens * a.hidden_size * 2
         parts["NVLink"] = allreduce / link
     step = sum(parts.values())
-    tps = batch * tokens_per_step / gpus / step if step else math.inf
+    tps = batch * w.tokens_per_step / gpus / step if step else math.inf
     shown = " + ".join(f"{k} {v * 1e6:,.4g} us" for k, v in parts.items())
     formula = (
         f"{DEPLOYMENT_TEXT[deployment]}, {plural(whole(batch), 'sequence')} on "
         f"{plural(gpus, 'GPU')} at {context:,.0f} tokens of context: step = {shown} = "
-        f"{step * 1e6:,.4g} us; {whole(batch):,} x {tokens_per_step:g} tokens / step / {gpus} = "
+        f"{step * 1e6:,.4g} us; {whole(batch):,} x {w.tokens_per_step:g} tokens / step / {gpus} = "
         f"{tps:,.0f} tok/s per GPU ({distinct:.4g} experts a layer touched, "
         f"{per_expert:.3g} tokens each)"
     )
@@ -311,12 +284,11 @@ def prefill_token(
     gpu: GpuSpec,
     gpus: int,
     eff: Efficiencies,
-    *,
-    prefix: float = 0,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
 ) -> Estimate:
-    """Seconds per new prefill token per GPU (encoder layers) behind ``prefix`` tokens, by part."""
-    m = model.moe
+    """Seconds per new prefill token per GPU (encoder layers) behind ``work``'s prefix, by part."""
+    w = work or Workload()
+    prefix, kv_dtype, m = w.prefill_prefix, w.kv_dtype, model.moe
     assert m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     bw = gpu.hbm_bandwidth_bytes_per_s
@@ -392,25 +364,15 @@ class Attainable:
 
     def to_dict(self) -> dict[str, Any]:
         """``{tok_s_per_gpu, ratio, deployment, calibration, text, binding, phases}``."""
-        return {
-            "tok_s_per_gpu": self.tok_s_per_gpu if math.isfinite(self.tok_s_per_gpu) else None,
-            "ratio": self.ratio if math.isfinite(self.ratio) else None,
-            "deployment": self.deployment,
-            "deployment_name": self.deployment_name,
-            "calibration": self.calibration,
-            "text": self.text,
-            "binding": self.binding,
-            "phases": {
-                k: {
-                    "tok_s_per_gpu": e.tok_s_per_gpu,
-                    "batch": e.batch,
-                    "seconds": e.parts,
-                    "formula": e.formula,
-                }
-                for k, e in self.estimates.items()
-            },
-            "notes": list(self.notes),
+        names = "tok_s_per_gpu ratio deployment deployment_name calibration text binding".split()
+        d = check.finite({k: getattr(self, k) for k in names}, names[:2])
+        d["phases"] = {
+            k: dict(
+                tok_s_per_gpu=e.tok_s_per_gpu, batch=e.batch, seconds=e.parts, formula=e.formula
+            )
+            for k, e in self.estimates.items()
         }
+        return d | {"notes": list(self.notes)}
 
 
 def _decode_estimate(
@@ -428,26 +390,17 @@ def _decode_estimate(
         model, gpu, gpus, context=w.decode_context, kv_dtype=w.kv_dtype, tp=tp, most=most
     )
     cap = float(c.sequences)
-    how = (
-        "dense on every GPU, experts spread; each sequence's KV on its GPU"
-        if dp
-        else "all weights spread; every GPU holds every sequence's compressed KV"
-    )
+    how = "dense on every GPU, experts spread; each sequence's KV on its GPU"
+    how = how if dp else "all weights spread; every GPU holds every sequence's compressed KV"
     cap_text = f"{c.formula} ({how}): {c.sequences:,.0f} sequences"
     batch = w.concurrency
     if cap < 1 or (batch is not None and batch > cap):
         notes.append(f"the batch does not fit in this deployment: {cap_text}")
         return Estimate("decode", 0.0, {}, batch, cap_text)
-    kw: dict[str, Any] = dict(
-        context=w.decode_context,
-        tokens_per_step=w.tokens_per_step,
-        verify=w.verify_tokens,
-        kv_dtype=w.kv_dtype,
-        deployment=deployment,
-    )
     if batch is not None:
-        return decode_step(model, gpu, gpus, batch, eff, **kw)
-    steps = [decode_step(model, gpu, gpus, b, eff, **kw) for b in check.doublings(float(gpus), cap)]
+        return decode_step(model, gpu, gpus, batch, eff, w, deployment)
+    sizes = check.doublings(float(gpus), cap)
+    steps = [decode_step(model, gpu, gpus, b, eff, w, deployment) for b in sizes]
     best = max(steps, key=lambda e: e.tok_s_per_gpu)
     return replace(best, formula=best.formula + f" (the best batch within {cap_text})")
 
@@ -483,19 +436,11 @@ def estimate(
         f"{g.label} (Blackwell): an assumption, not a Blackwell measurement"
     )
     estimates: dict[str, Estimate] = {}
-    shares: dict[str, float] = {}
     if phase in ("decode", "mixed"):
-        est = estimates["decode"] = _decode_estimate(m, g, gpus, eff, work, dep, notes)
-        out = work.output_tok_s_per_gpu
-        if out:
-            shares["decode"] = out / est.tok_s_per_gpu if est.tok_s_per_gpu else math.inf
+        estimates["decode"] = _decode_estimate(m, g, gpus, eff, work, dep, notes)
     if phase in ("prefill", "mixed"):
-        kv = work.kv_dtype
-        est = estimates["prefill"] = prefill_token(
-            m, g, gpus, eff, prefix=work.prefill_prefix, kv_dtype=kv
-        )
-        if work.new_input_tok_s_per_gpu:
-            shares["prefill"] = work.new_input_tok_s_per_gpu / est.tok_s_per_gpu
+        estimates["prefill"] = prefill_token(m, g, gpus, eff, work)
+    shares = check.time_shares(work, {k: e.tok_s_per_gpu for k, e in estimates.items()})
     ratio = sum(shares.values())
     return Attainable(
         tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
@@ -512,8 +457,7 @@ def estimate(
 
 
 def for_check(c: Check, **kw: Any) -> Attainable:
-    """:func:`estimate` for a :class:`check.Check`, on the model entry and GPU the check read;
-    ``kw``: its ``deployment``, ``calibration``."""
+    """:func:`estimate` for a :class:`check.Check` (``kw``: ``deployment``, ``calibration``)."""
     model, gpu = c.spec or c.model, c.gpu_spec or c.gpu
     kw |= dict(claimed=c.claimed_tok_s_per_gpu, phase=c.phase)
     return estimate(model, gpu, c.gpus, c.work, **kw)
@@ -531,11 +475,9 @@ def cached_share_threshold(
 ) -> float | None:
     """The least cached share at which measured kernels reach ``tok_s`` (0 uncached, None never)."""
 
-    def ratio(c: float) -> float:
-        ck = check.check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs)
+    def ratio(ck: Check) -> float:
         if ck.limit.startswith("memory capacity"):
             return math.inf
         return for_check(ck, deployment=deployment, calibration=calibration).ratio
 
-    share, _ = check.least_share(ratio, [i / 20 for i in range(20)] + [1 - 1e-6], 1e-3)
-    return share
+    return check.cached_share_threshold(model, gpu, gpus, tok_s, ratio, 20, 1e-3, **kwargs).share

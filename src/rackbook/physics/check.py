@@ -43,6 +43,17 @@ class Workload:
     new_input_tok_s_per_gpu: float = 0.0
 
 
+def time_shares(w: Workload, rates: dict[str, float]) -> dict[str, float]:
+    """Phase -> share of the GPUs' time ``w``'s tokens take at ``rates`` (tok/s per GPU), if any."""
+    want = {"decode": w.output_tok_s_per_gpu, "prefill": w.new_input_tok_s_per_gpu}
+    return {ph: want[ph] / r if r else math.inf for ph, r in rates.items() if want[ph]}
+
+
+def finite(d: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """``d`` with the non-finite numbers at ``keys`` as None (JSON has no inf, nan)."""
+    return d | {k: d[k] if math.isfinite(d[k]) else None for k in keys}
+
+
 def physics_verdict(ratio: float) -> str:
     """``possible`` when claimed / ceiling = ``ratio`` <= 1 (no margin), else ``impossible``."""
     return "possible" if math.isfinite(ratio) and ratio <= 1 else "impossible"
@@ -117,39 +128,29 @@ class Check:
             text += f" with {plural(self.batch, 'sequence')} decoding together"
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(replace(self, spec=None, gpu_spec=None))
-        del d["spec"], d["gpu_spec"]
-        d["workload"] = d.pop("work")
-        d["reason"] = self.reason
-        return d
-
 
 def memory_ceiling(
     model: ModelSpec,
     gpu: GpuSpec,
     gpus: int,
     batch: float,
-    *,
-    context: float = 0,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = "fp4",
+    work: Workload | None = None,
     active_scale: float = 1.0,
 ) -> PerGpuCeiling:
-    """Decode tokens/s per GPU HBM bandwidth allows for ``batch`` sequences on ``gpus`` GPUs."""
-    kw: dict[str, Any] = dict(context_tokens=context, kv_dtype=kv_dtype, batch=batch)
+    """Decode tokens/s per GPU HBM bandwidth allows ``batch`` sequences doing ``work``."""
+    w = work or Workload()
+    kw: dict[str, Any] = dict(context_tokens=w.decode_context, kv_dtype=w.kv_dtype, batch=batch)
     r = roofline.batch1_decode_ceiling_tokens_per_s(
-        model, gpu, gpus, tokens_per_step, active_scale=active_scale, **kw
+        model, gpu, gpus, w.tokens_per_step, active_scale=active_scale, **kw
     )
-    tps = batch * tokens_per_step / gpus / r.step_s
+    tps = batch * w.tokens_per_step / gpus / r.step_s
     formula = f"{r.formula} / {plural(gpus, 'GPU')} = {tps:,.0f} tok/s per GPU"
     return PerGpuCeiling("memory bandwidth", tps, formula, "decode")
 
 
 @dataclass(frozen=True)
 class Capacity:
-    """Sequences whose KV fits after the weights (0 when none; over ``gpus // tp`` groups), bytes
-    per GPU."""
+    """Sequences whose KV fits after the weights (0: none; over ``gpus // tp`` groups), bytes."""
 
     sequences: int
     weights_bytes: float
@@ -157,15 +158,9 @@ class Capacity:
     per_sequence_bytes: float
     context: float
     formula: str
-    host_bytes: float = 0.0
     offloaded_bytes: float = 0.0
-
-    @property
-    def what_does_not_fit(self) -> str | None:
-        """``weights`` | ``KV cache`` | None (something fits)."""
-        if self.usable_bytes + self.host_bytes <= self.weights_bytes:
-            return "weights"
-        return "KV cache" if self.sequences == 0 else None
+    #: ``weights`` | ``KV cache`` | None (something fits)
+    what_does_not_fit: str | None = None
 
     @property
     def free_bytes(self) -> float:
@@ -209,16 +204,14 @@ def capacity(
     relative: bool = False,
     window: bool = True,
 ) -> Capacity:
-    """Sequences of ``context`` tokens whose KV fits after the weights (bytes per GPU): all
-    weights spread (``tp`` None) or dense over ``tp`` and KV in ``gpus // tp`` groups, at most
-    ``most``; ``offload``: weights may sit in host memory; ``weights``, ``hbm``: given bytes."""
+    """Sequences of ``context`` tokens whose KV fits after the weights (bytes per GPU): all spread
+    (``tp`` None) or dense over ``tp``, KV in ``gpus // tp`` groups; ``offload``: to host memory."""
     if weights is None:
         st = roofline.storage(model)
         weights = st.dense_bytes / tp + st.routed_bytes / gpus if tp else st.total_bytes / gpus
-    groups = gpus // tp if tp else 1
+    groups, longest = gpus // tp if tp else 1, max(longest or 0.0, context)
     kw = dict(relative=relative, window=window)
-    per_seq = sequence_bytes(model, context, kv_dtype, **kw)
-    one = sequence_bytes(model, max(longest or 0.0, context), kv_dtype, **kw)
+    per_seq, one = (sequence_bytes(model, t, kv_dtype, **kw) for t in (context, longest))
     usable = usable_bytes(gpu) if hbm is None else hbm
     host = float(gpu.host_memory_bytes or 0) if offload else 0.0
     offloaded = min(weights, host)
@@ -226,23 +219,23 @@ def capacity(
     free = usable - in_hbm
     n = min(most, int(free // per_seq) * groups) if per_seq else most
     n = 0 if free <= 0 or one > free else n
-    hbm_text = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM"
-    hbm_text += " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    reported = " (as the GPU reports it)" if gpu.hbm_reported_bytes else ""
+    hbm_text = f"{MEMORY_FRACTION:g} x {fmt(gpu.memory_bytes, 'B')} HBM{reported}"
     hbm_text = hbm_text if hbm is None else f"{fmt(hbm, 'B')} HBM"
-    spread = "all weights" if tp is None else "experts"
-    where = f", {fmt(offloaded, 'B')} of them offloaded to {fmt(host, 'B')} of host (Grace) memory"
-    where = where if offloaded else ""
-    if weights >= usable + host:
+    grace = f"{fmt(host, 'B')} of host (Grace) memory"
+    where = f", {fmt(offloaded, 'B')} of them offloaded to {grace}" if offloaded else ""
+    lacking = "weights" if weights >= usable + host else ("KV cache" if n == 0 else None)
+    if lacking == "weights":
         formula = (
             f"the weights do not fit: {fmt(weights, 'B')} per GPU ({plural(gpus, 'GPU')}, "
-            f"{spread} spread) > {fmt(usable, 'B')} usable ({hbm_text})"
-            + (f" + {fmt(host, 'B')} of host (Grace) memory" if host else "")
+            f"{'all weights' if tp is None else 'experts'} spread) > {fmt(usable, 'B')} usable "
+            f"({hbm_text})" + (f" + {grace}" if host else "")
         )
-    elif n == 0:
+    elif lacking:
         formula = (
-            f"the KV cache does not fit: one sequence of {max(longest or 0.0, context):,.0f} "
-            f"tokens needs {fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU "
-            f"left after {fmt(in_hbm, 'B')} of weights in HBM{where}"
+            f"the KV cache does not fit: one sequence of {longest:,.0f} tokens needs "
+            f"{fmt(one, 'B')}, more than the {fmt(max(free, 0.0), 'B')} per GPU left after "
+            f"{fmt(in_hbm, 'B')} of weights in HBM{where}"
         )
     else:
         formula = (
@@ -250,25 +243,7 @@ def capacity(
             f"{fmt(per_seq, 'B')} per sequence of {context:,.0f} tokens on average = "
             f"{n // groups:,} sequences per GPU"
         )
-    return Capacity(int(n), weights, usable, per_seq, context, formula, host, offloaded)
-
-
-def least_share(
-    ratio: Callable[[float], float], shares: Sequence[float], tol: float
-) -> tuple[float | None, list[float]]:
-    """The least share from which ``ratio`` <= 1 (0 always, None never), and the sampled ratios."""
-    r = [ratio(c) for c in shares]
-    bad = [i for i, x in enumerate(r) if not x <= 1]
-    if not bad:
-        return 0.0, r
-    last = bad[-1]
-    if last == len(shares) - 1:
-        return None, r
-    lo, hi = shares[last], shares[last + 1]
-    while hi - lo > tol:
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
-    return hi, r
+    return Capacity(int(n), weights, usable, per_seq, context, formula, offloaded, lacking)
 
 
 def narrowest_kv_dtype(model: ModelSpec) -> str | None:
@@ -288,17 +263,15 @@ def doublings(start: int | float, cap: int | float) -> list[Any]:
 
 
 def _best_batch(
-    m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, kw: dict[str, Any]
+    m: ModelSpec, g: GpuSpec, gpus: int, most: int, comp_tps: float, w: Workload, scale: float
 ) -> tuple[int, PerGpuCeiling]:
-    best: tuple[int, PerGpuCeiling] | None = None
+    tried = []
     for b in doublings(1, most):
-        r = memory_ceiling(m, g, gpus, b, **kw)
-        if best is None or min(r.tok_s_per_gpu, comp_tps) > min(best[1].tok_s_per_gpu, comp_tps):
-            best = (b, r)
-        if r.tok_s_per_gpu >= comp_tps:
+        tried.append((b, memory_ceiling(m, g, gpus, b, w, scale)))
+        if tried[-1][1].tok_s_per_gpu >= comp_tps:
             break
-    assert best is not None
-    return best[0], replace(best[1], formula=best[1].formula + f" (best batch {best[0]:,})")
+    b, r = max(tried, key=lambda t: min(t[1].tok_s_per_gpu, comp_tps))  # the first of equals
+    return b, replace(r, formula=r.formula + f" (best batch {b:,})")
 
 
 def check_claim(
@@ -325,10 +298,8 @@ def check_claim(
         raise InputError("-", "tok_s", f"must be a positive number, got {tok_s!r}")
     g, sv = catalogs.as_gpu(gpu), roofline.served(catalogs.as_model(model), precision)
     m = sv.model
-    if counted is None:
-        counted = "input" if phase == "prefill" else "output"
-    if phase is None:
-        phase = "mixed" if isl and osl else ("prefill" if counted == "input" else "decode")
+    counted = counted or ("input" if phase == "prefill" else "output")
+    phase = phase or ("mixed" if isl and osl else ("prefill" if counted == "input" else "decode"))
     if counted == "total" and not (isl and osl):
         raise InputError("-", "counted", "total needs --isl and --osl to split input and output")
     if (phase, counted) in (("prefill", "output"), ("decode", "input")):
@@ -378,6 +349,7 @@ def check_claim(
         output_tok_s_per_gpu=0.0 if phase == "prefill" else out,
         new_input_tok_s_per_gpu=0.0 if phase == "decode" else inp * (1 - cached_share),
     )
+    r = _ceilings(m, g, gpus, phase, w, longest, notes, active_scale)
     return Check(
         model=m.id,
         gpu=g.id,
@@ -391,7 +363,9 @@ def check_claim(
         gpu_label=g.label,
         spec=m,
         gpu_spec=g,
-        **_ceilings(m, g, gpus, phase, claimed, w, longest, notes, active_scale),
+        verdict=physics_verdict(r["ratio"]),
+        ceiling_tok_s_per_gpu=claimed / r["ratio"] if r["ratio"] > 0 else math.inf,
+        **r,
     )
 
 
@@ -400,7 +374,6 @@ def _ceilings(
     g: GpuSpec,
     gpus: int,
     phase: str,
-    claimed: float,
     w: Workload,
     longest: float,
     notes: list[str],
@@ -431,29 +404,22 @@ def _ceilings(
     if why is not None:
         notes.insert(0, why)
         return dict(
-            verdict="impossible",
             ratio=math.inf,
-            ceiling_tok_s_per_gpu=0.0,
             limit=f"memory capacity ({cap.what_does_not_fit or 'KV cache'})",
             batch=None if w.concurrency is None else whole(w.concurrency),
             ceilings=ceilings,
         )
     chosen, binding, fractions = w.concurrency, {}, {}
     if comp is not None:
-        kw: dict[str, Any] = dict(
-            context=w.decode_context,
-            tokens_per_step=w.tokens_per_step,
-            kv_dtype=w.kv_dtype,
-            active_scale=active_scale,
-        )
         if w.concurrency is None:  # the best batch that fits, the claimant's free choice
-            chosen, mem = _best_batch(m, g, gpus, cap.sequences * gpus, comp.tok_s_per_gpu, kw)
+            most, comp_tps = cap.sequences * gpus, comp.tok_s_per_gpu
+            chosen, mem = _best_batch(m, g, gpus, most, comp_tps, w, active_scale)
             notes.append(
                 f"concurrency not given: the best batch that fits ({chosen:,} sequences on "
                 f"{plural(gpus, 'GPU')}), the claimant's free choice"
             )
         else:
-            mem = memory_ceiling(m, g, gpus, w.concurrency, **kw)
+            mem = memory_ceiling(m, g, gpus, w.concurrency, w, active_scale)
         ceilings.append(mem)
         binding["decode"] = min((comp, mem), key=lambda r: r.tok_s_per_gpu)
         fractions["decode"] = w.output_tok_s_per_gpu / binding["decode"].tok_s_per_gpu
@@ -477,9 +443,7 @@ def _ceilings(
     ratio = sum(fractions.values())
     ph = max(fractions, key=lambda k: fractions[k])
     return dict(
-        verdict=physics_verdict(ratio),
         ratio=ratio,
-        ceiling_tok_s_per_gpu=claimed / ratio if ratio > 0 else math.inf,
         limit=binding[ph].name if len(fractions) == 1 else f"{ph} {binding[ph].name}",
         batch=None if chosen is None else whole(chosen),
         ceilings=ceilings,
@@ -499,32 +463,41 @@ class Threshold:
     formula: str
 
 
-#: Cached shares sampled before bisecting (the bisection refines the last crossing).
-_SHARES = tuple(i / 40 for i in range(40)) + (1 - 1e-6,)
-
-
 def cached_share_threshold(
-    model: ModelSpec | str, gpu: GpuSpec | str, gpus: int, tok_s: float, **kwargs: Any
+    model: ModelSpec | str,
+    gpu: GpuSpec | str,
+    gpus: int,
+    tok_s: float,
+    reading: Callable[[Check], float] = lambda c: c.ratio,
+    steps: int = 40,
+    tol: float = 1e-4,
+    **kwargs: Any,
 ) -> Threshold:
-    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) is possible."""
+    """The least cached share at which ``tok_s`` (:func:`check_claim`'s arguments) has ``reading``
+    <= 1 (0 always, None never): ``steps`` even shares tried, the last crossing bisected."""
 
     def ratio(c: float) -> float:
-        return check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs).ratio
+        return reading(check_claim(model, gpu, gpus, tok_s, cached_share=c, **kwargs))
 
-    share, r = least_share(ratio, _SHARES, 1e-4)
-    what = (
+    shares = [i / steps for i in range(steps)] + [1 - 1e-6]
+    r = [ratio(c) for c in shares]
+    bad = [i for i, x in enumerate(r) if not x <= 1]
+    share: float | None = None if bad and bad[-1] == steps else 0.0
+    if bad and share is not None:
+        lo, hi = shares[bad[-1]], shares[bad[-1] + 1]
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if ratio(mid) <= 1 else (mid, hi)
+        share = hi
+    verdict = {None: "impossible", 0.0: "possible"}.get(share, "undetermined")
+    how = f"{verdict} at any cached share"
+    if share:
+        how = f"possible from {percent(share)} of the input cached (every share above reads "
+        how += "possible), impossible below"
+    text = (
         f"{number(tok_s, 6)} tok/s: {ratio_text(r[0])} the bound uncached, {ratio_text(r[-1])} "
-        "with all but the last input token cached"
+        f"with all but the last input token cached: {how}"
     )
-    if share is None or share == 0:
-        verdict = "impossible" if share is None else "possible"
-        text = f"{what}: {verdict} at any cached share"
-    else:
-        verdict = "undetermined"
-        text = (
-            f"{what}: possible from {percent(share)} of the input cached (every share above reads "
-            "possible), impossible below"
-        )
     return Threshold(share, r[0], r[-1], verdict, text)
 
 

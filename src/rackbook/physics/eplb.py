@@ -29,28 +29,19 @@ def check_layout(
     source: _Source = None,
 ) -> int:
     """Check an EP layout; return the number of physical experts (logical + redundant)."""
-    for name, value, low in (
-        ("ep_size", ep_size, 1),
-        ("redundant", redundant, 0),
-        ("groups", groups, 1),
-        ("nodes", nodes, 1),
-    ):
+    values = {"ep_size": ep_size, "redundant": redundant, "groups": groups, "nodes": nodes}
+    for (name, value), low in zip(values.items(), (1, 0, 1, 1), strict=True):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InputError(source, name, f"must be an integer >= {low}, got {value!r}")
     num_physical = num_logical + redundant
     if num_physical % ep_size:
-        raise InputError(
-            source,
-            "ep_size",
-            f"{num_logical} experts + {redundant} redundant = {num_physical} physical experts "
-            f"do not divide evenly over {ep_size} ranks",
-        )
+        problem = f"{num_logical} experts + {redundant} redundant = {num_physical} physical experts"
+        raise InputError(source, "ep_size", f"{problem} do not divide evenly over {ep_size} ranks")
     if num_logical % groups:
         raise InputError(source, "groups", f"{groups} groups do not divide {num_logical} experts")
     if groups % nodes == 0 and ep_size % nodes:
-        raise InputError(
-            source, "nodes", f"{ep_size} ranks do not divide evenly over {nodes} nodes"
-        )
+        problem = f"{ep_size} ranks do not divide evenly over {nodes} nodes"
+        raise InputError(source, "nodes", problem)
     return num_physical
 
 
@@ -91,7 +82,7 @@ def replica_counts(phy2log: Any, num_logical: int) -> np.ndarray:
 
 
 def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) -> np.ndarray:
-    """Tokens per EP rank, ``(layers, ep_size)``, for a placement."""
+    """Tokens per EP rank, ``(layers, ep_size)``, for a placement (every expert placed)."""
     loads = as_loads(logical_loads)
     num_layers, num_logical = loads.shape
     p2l = np.asarray(phy2log, dtype=np.int64)
@@ -104,13 +95,7 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
         raise InputError(
             None, "ep_size", f"{num_physical} physical experts do not divide over {ep_size} ranks"
         )
-    if (p2l < 0).any() or (p2l >= num_logical).any():
-        raise InputError(None, "phy2log", f"logical ids must lie in [0, {num_logical})")
-    cnt = replica_counts(p2l, num_logical)
-    if (cnt == 0).any():
-        layer, expert = (int(x) for x in np.argwhere(cnt == 0)[0])
-        raise InputError(None, "phy2log", f"layer {layer}: logical expert {expert} has no replica")
-    share = np.take_along_axis(loads / cnt, p2l, axis=1)
+    share = np.take_along_axis(loads / replica_counts(p2l, num_logical), p2l, axis=1)
     return share.reshape(num_layers, ep_size, num_physical // ep_size).sum(axis=2)
 
 
@@ -122,7 +107,6 @@ def rank_loads_from_placement(logical_loads: Any, phy2log: Any, ep_size: int) ->
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
     """Pack ``n`` weighted items per row into ``num_packs`` packs of exactly ``n / num_packs``."""
     num_layers, num_items = weight.shape
-    assert num_items % num_packs == 0
     per_pack = num_items // num_packs
     if per_pack == 1:
         pack_index = np.tile(np.arange(num_items, dtype=np.int64), (num_layers, 1))
@@ -150,7 +134,6 @@ def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np
 def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.ndarray]:
     """Add replicas one by one to the expert with the highest load per replica."""
     rows, num_log = weight.shape
-    assert num_phy >= num_log
     phy2log = np.tile(np.arange(num_phy, dtype=np.int64), (rows, 1))
     logcnt = np.ones((rows, num_log), dtype=np.int64)
     r = np.arange(rows, dtype=np.int64)
@@ -161,23 +144,13 @@ def replicate_experts(weight: np.ndarray, num_phy: int) -> tuple[np.ndarray, np.
     return phy2log, logcnt
 
 
-def _inverse(perm: np.ndarray) -> np.ndarray:
-    inv = np.empty_like(perm)
-    inv[np.arange(perm.shape[0])[:, None], perm] = np.arange(perm.shape[1], dtype=np.int64)
-    return inv
-
-
 def rebalance_experts_hierarchical(
     weight: np.ndarray, num_physical: int, num_groups: int, num_nodes: int, num_ranks: int
 ) -> np.ndarray:
     """Hierarchical EPLB; returns ``phy2log`` ``(layers, num_physical)``."""
-    num_layers, num_logical = weight.shape
-    assert num_logical % num_groups == 0
+    num_layers, num_logical = weight.shape  # the layout checked (check_layout): all divide
     group_size = num_logical // num_groups
-    assert num_groups % num_nodes == 0
     groups_per_node = num_groups // num_nodes
-    assert num_ranks % num_nodes == 0
-    assert num_physical % num_ranks == 0
     per_rank = num_physical // num_ranks
 
     # 1. groups -> nodes
@@ -187,7 +160,7 @@ def rebalance_experts_hierarchical(
         ((g_pack * groups_per_node + g_rank)[..., None] * group_size)
         + np.arange(group_size, dtype=np.int64)
     ).reshape(num_layers, num_logical)
-    mlog2log = _inverse(log2mlog)
+    mlog2log = np.argsort(log2mlog, axis=1, kind="stable")  # the inverse permutation
 
     # 2. replicas within each node
     mlog_load = np.take_along_axis(weight, mlog2log, axis=1).reshape(-1, num_logical // num_nodes)
@@ -196,7 +169,7 @@ def rebalance_experts_hierarchical(
     # 3. replicas -> ranks of the node
     phy_load = np.take_along_axis(mlog_load / mlogcnt, phy2mlog, axis=1)
     pack, rank_in_pack = balanced_packing(phy_load, num_ranks // num_nodes)
-    pphy2phy = _inverse(pack * per_rank + rank_in_pack)
+    pphy2phy = np.argsort(pack * per_rank + rank_in_pack, axis=1, kind="stable")
     pphy2mlog = np.take_along_axis(phy2mlog, pphy2phy, axis=1)
     pphy2mlog = (
         pphy2mlog.reshape(num_layers, num_nodes, -1)
@@ -268,19 +241,12 @@ def synthetic_loads(
     for w in range(windows):
         for layer in range(num_layers):
             loads[w, layer] = rng.multinomial(tokens_per_layer, pop[layer])
-    meta = {
-        "kind": "synthetic",
-        "generator": SYNTHETIC_GENERATOR,
-        "seed": int(seed),
-        "skew": float(skew),
-        "num_layers": int(num_layers),
-        "num_experts": int(num_experts),
-        "tokens_per_layer": int(tokens_per_layer),
-        "windows": int(windows),
-        "note": "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
-        "multinomial draws); not measured from any model",
-    }
-    return loads, meta
+    names = ("num_layers", "num_experts", "tokens_per_layer", "windows")
+    counts = zip(names, map(int, (num_layers, num_experts, tokens_per_layer, windows)), strict=True)
+    note = "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
+    note += "multinomial draws); not measured from any model"
+    meta = dict(kind="synthetic", generator=SYNTHETIC_GENERATOR, seed=int(seed), skew=float(skew))
+    return loads, meta | dict(counts) | {"note": note}
 
 
 def calibrate_skew(
@@ -294,8 +260,7 @@ def calibrate_skew(
     redundant: int = 0,
     windows: int = 1,
 ) -> dict[str, Any]:
-    """The SYNTHETIC skew whose static placement at ``ep_size`` scores the target balancedness
-    (within 1e-4, at most 200 bisections)."""
+    """The SYNTHETIC skew whose static placement at ``ep_size`` scores the target (within 1e-4)."""
     tol = 1e-4
     phy2log = static_placement(num_experts, ep_size, redundant)  # checks the layout
 
@@ -320,9 +285,8 @@ def calibrate_skew(
         f_hi = f(hi)
     iterations = 0
     while iterations < 200 and abs(f_lo - target) > tol and hi - lo > 1e-9:
-        mid = 0.5 * (lo + hi)
+        mid, iterations = 0.5 * (lo + hi), iterations + 1
         f_mid = f(mid)
-        iterations += 1
         if f_mid >= target or abs(f_mid - target) <= tol:  # within tol: lo ends the search
             lo, f_lo = mid, f_mid
         if f_mid < target:
@@ -368,6 +332,8 @@ def evaluate(
 
     t_static, t_eplb = balancedness(r_static), balancedness(r_eplb)  # = throughput / uniform's
     gap = fraction_recovered_gap(t_static, t_eplb)
+    names = "num_layers num_logical_experts num_physical_experts ep_size redundant groups nodes"
+    sizes = (num_layers, num_logical, num_physical, ep_size, redundant, groups, nodes)
     return {
         "balancedness_static": t_static,
         "balancedness_eplb": t_eplb,
@@ -375,13 +341,7 @@ def evaluate(
         "balancedness_eplb_legacy": balancedness_legacy(r_eplb),
         "fraction_recovered_gap": None if math.isnan(gap) else gap,
         "fraction_of_uniform": fraction_of_uniform(t_eplb),
-        "num_layers": int(num_layers),
-        "num_logical_experts": int(num_logical),
-        "num_physical_experts": int(num_physical),
-        "ep_size": int(ep_size),
-        "redundant": int(redundant),
-        "groups": int(groups),
-        "nodes": int(nodes),
+        **{k: int(v) for k, v in zip(names.split(), sizes, strict=True)},
         "policy": eplb_branch(groups, nodes),
         "max_replicas": int(logcnt.max()),
         "tokens": float(measure.sum()),

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rackbook import paths
 from rackbook.core.units import percent, plural, ratio_text, whole
@@ -39,8 +39,7 @@ PARAMS = ("efficiency", "layer_s", "log_low", "log_high")
 
 @dataclass(frozen=True)
 class Fit:
-    """The fitted part: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual
-    interval."""
+    """The fit: kernel ``efficiency``, floor ``layer_s`` (s/layer), log-residual interval."""
 
     efficiency: float
     layer_s: float
@@ -96,36 +95,28 @@ def load_fit(path: str | Path | None = None) -> Fit:
 @functools.lru_cache(maxsize=64)
 def _nic_of(gpu_id: str) -> float:
     """NIC bytes/s per GPU each way between NVLink domains (the catalog's, else its least)."""
-    v = catalogs.nic_bandwidth(gpu_id) if gpu_id else None
-    if v is None:
-        v = min(
-            s.nic_bandwidth_bytes_per_s_per_gpu
-            for s in catalogs.load_hardware().systems.values()
-            if s.nic_bandwidth_bytes_per_s_per_gpu is not None
-        )
-    return float(v)
+    nics = [s.nic_bandwidth_bytes_per_s_per_gpu for s in catalogs.load_hardware().systems.values()]
+    return float(catalogs.nic_bandwidth(gpu_id) or min(v for v in nics if v is not None))
 
 
 def _bucket(x: float) -> int:
     return int(round(2 ** (round(4 * math.log2(max(x, 1.0))) / 4)))
 
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _by_identity(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` memoised on its positional arguments: scalars by value, objects by identity (kept
-    alive, so an id is not reused while it keys an entry)."""
+def _by_identity(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn`` memoised on its arguments: scalars by value, objects by identity (and kept alive)."""
     memo: dict[tuple[Any, ...], tuple[tuple[Any, ...], R]] = {}
 
     @functools.wraps(fn)
-    def cached(*args: P.args, **kw: P.kwargs) -> R:
+    def cached(*args: Any) -> R:
         key = tuple(a if isinstance(a, (int, float, str, type(None))) else id(a) for a in args)
         if key not in memo:
             if len(memo) > 65536:
                 memo.clear()
-            memo[key] = (args, fn(*args, **kw))
+            memo[key] = (args, fn(*args))
         return memo[key][1]
 
     return cached
@@ -135,9 +126,7 @@ def _by_identity(fn: Callable[P, R]) -> Callable[P, R]:
 def expert_time(
     eff: attainable.Efficiencies, model: ModelSpec, gpu: GpuSpec, tokens: float
 ) -> float:
-    """Seconds one routed expert takes for ``tokens`` tokens, monotone (a kernel can pad)."""
-    if tokens <= 0:
-        return 0.0
+    """Seconds one routed expert takes for ``tokens`` (> 0) tokens, monotone (a kernel can pad)."""
     sizes = eff.experts[attainable.expert_dtypes(eff, model)[1]][0]
     cands = [tokens] + [float(s) for s in sizes if s > tokens]
     return min(attainable.expert_seconds(eff, model, gpu, x) for x in cands)
@@ -174,11 +163,9 @@ def expert_part(
 
 @dataclass(frozen=True)
 class Step:
-    """One decode step (or prefill token) in one deployment: seconds by part, total, rate per
-    GPU."""
+    """A decode step (or prefill token) in a deployment: seconds by part, total, tok/s per GPU."""
 
     deployment: str
-    tp: int
     batch: float
     parts: dict[str, float]
     seconds: float
@@ -187,9 +174,7 @@ class Step:
 
 def deployment_name(tp: int, gpus: int) -> str:
     """``dp-ep`` (tp 1), ``tp-ep`` (tp = gpus), else ``hybrid tpN``."""
-    if tp == 1:
-        return "dp-ep"
-    return "tp-ep" if tp == gpus else f"hybrid tp{tp}"
+    return "dp-ep" if tp == 1 else "tp-ep" if tp == gpus else f"hybrid tp{tp}"
 
 
 @_by_identity
@@ -199,8 +184,7 @@ def _context(
     rel = model.kv_cache.relative_to
     if model.kv_cache.compression_ratios is None and rel is not None and kv_dtype and context:
         other = catalogs.as_model(rel.model)
-        dtype = kv_dtype if other.kv_cache.row_formats else None
-        base = _context(other, context, phase, dtype or "fp4")
+        base = _context(other, context, phase, kv_dtype if other.kv_cache.row_formats else "fp4")
         return tuple(x * rel.factor for x in base)  # type: ignore[return-value]
     if not kv_dtype or not context or model.kv_cache.compression_ratios is None:
         return 0.0, 0.0, 0.0, 0.0
@@ -216,14 +200,12 @@ def decode_step(
     batch: float,
     eff: attainable.Efficiencies,
     fit: Fit,
-    *,
+    work: Workload | None = None,
     tp: int = 1,
-    context: float = 0.0,
-    verify: int = 1,
-    tokens_per_step: float = 1.0,
-    kv_dtype: str | None = "fp4",
 ) -> Step:
-    """One decode step of ``batch`` sequences, attention TP over ``tp``: the busiest GPU's parts."""
+    """A decode step of ``batch`` sequences doing ``work``, attention TP ``tp``: the busiest GPU."""
+    w = work or Workload()
+    context, verify, kv_dtype = w.decode_context, w.verify_tokens, w.kv_dtype
     m, a = model.moe, model.architecture
     assert m.num_routed_experts and m.experts_per_token and a.hidden_size and a.num_layers
     stream = eff.stream * gpu.hbm_bandwidth_bytes_per_s
@@ -255,8 +237,8 @@ def decode_step(
     busy = max(kernels, net) if seqs >= 2 and tp < gpus else kernels + net  # overlap
     parts["latency floor"] = floor = fit.layer_s * (a.num_layers + drafts)
     step = busy + floor
-    tps = batch * tokens_per_step / gpus / step
-    return Step(deployment_name(tp, gpus), tp, batch, parts, step, tps)
+    tps = batch * w.tokens_per_step / gpus / step
+    return Step(deployment_name(tp, gpus), batch, parts, step, tps)
 
 
 def _network(
@@ -282,13 +264,10 @@ def prefill_token(
     gpus: int,
     eff: attainable.Efficiencies,
     fit: Fit,
-    *,
-    prefix: float = 0.0,
-    kv_dtype: str | None = "fp4",
-    chunk: int = PREFILL_CHUNK,
+    work: Workload,
 ) -> Step:
-    """Seconds per new prefill token per GPU, each GPU prefilling ``chunk`` tokens a step."""
-    m = model.moe
+    """Seconds per new prefill token per GPU behind ``work``'s prefix, in chunks of 8,192."""
+    prefix, kv_dtype, chunk, m = work.prefill_prefix, work.kv_dtype, PREFILL_CHUNK, model.moe
     assert m.num_routed_experts and m.experts_per_token
     split = roofline.weight_split(model, "prefill")
     parts = {"dense": 2 * split.dense_params / _flops(eff, gpu, split.dense_dtype)}
@@ -306,7 +285,7 @@ def prefill_token(
         parts["network"] = net
     parts["latency floor"] = fit.layer_s * roofline.phase_layers(model, "prefill") / chunk
     sec = max(kernels, net) + parts["latency floor"]
-    return Step(deployment_name(1, gpus), 1, float(chunk), parts, sec, 1 / sec)
+    return Step(deployment_name(1, gpus), float(chunk), parts, sec, 1 / sec)
 
 
 @dataclass(frozen=True)
@@ -327,9 +306,7 @@ class Expected:
     def to_dict(self) -> dict[str, Any]:
         """The fields by name (non-finite rates and ratio as None, notes as a list)."""
         d = asdict(self) | {"notes": list(self.notes)}
-        for k in ("tok_s_per_gpu", "low", "high", "ratio"):
-            d[k] = d[k] if math.isfinite(d[k]) else None
-        return d
+        return check.finite(d, ("tok_s_per_gpu", "low", "high", "ratio"))
 
     def text(self, validation: str = "") -> str:
         """One line: what real deployments reach here and the claim's multiple of it."""
@@ -389,9 +366,8 @@ def expected(
             raise InputError("-", "deployment", f"{deployment!r} is not one of dp-ep, tp-ep here")
         widths = [want]
     terms: dict[str, dict[str, float]] = {}
-    shares: dict[str, float] = {}
-    best: Step | None = None
-    batch_text = ""
+    rates: dict[str, float] = {}
+    best, batch_text = None, ""
     if phase in ("decode", "mixed"):
         best, batch_text = _best_decode(m, g, gpus, eff, fit, widths, work, decode_batch, tpot_ms)
         if best is None:
@@ -403,19 +379,17 @@ def expected(
             )
             return Expected(0.0, 0.0, 0.0, math.inf, "none", {}, None, "", tuple(notes), fit.source)
         terms["decode"] = dict(best.parts) | {"step": best.seconds}
-        if work.output_tok_s_per_gpu:
-            shares["decode"] = work.output_tok_s_per_gpu / best.tok_s_per_gpu
+        rates["decode"] = best.tok_s_per_gpu
     if phase in ("prefill", "mixed"):
-        p = prefill_token(m, g, gpus, eff, fit, prefix=prefix, kv_dtype=kv_dtype)
+        p = prefill_token(m, g, gpus, eff, fit, work)
         terms["prefill"] = dict(p.parts) | {"token": p.seconds}
-        if work.new_input_tok_s_per_gpu:
-            shares["prefill"] = work.new_input_tok_s_per_gpu / p.tok_s_per_gpu
+        rates["prefill"] = p.tok_s_per_gpu
         if ttft_s is not None and prefix and 2 * prefix * p.seconds / gpus > ttft_s:
             notes.append(
                 f"one request's prefill alone takes longer than the TTFT limit of {ttft_s:g} s "
                 "at this rate (the limit is not otherwise modelled)"
             )
-    ratio = sum(shares.values(), 0.0)
+    ratio = sum(check.time_shares(work, rates).values(), 0.0)
     exp = claimed / ratio if ratio > 0 else math.inf
     lo, hi = exp * math.exp(fit.log_low), exp * math.exp(fit.log_high)
     dep = best.deployment if best is not None else deployment_name(1, gpus)
@@ -435,12 +409,6 @@ def _best_decode(
     tpot_ms: float | None,
 ) -> tuple[Step | None, str]:
     tps, asked = work.tokens_per_step, derived if derived is not None else work.concurrency
-    kw: dict[str, Any] = dict(
-        context=work.decode_context,
-        verify=work.verify_tokens,
-        tokens_per_step=tps,
-        kv_dtype=work.kv_dtype,
-    )
     best: Step | None = None
     text = ""
     for tp in widths:
@@ -450,7 +418,7 @@ def _best_decode(
         sizes = [min(float(asked), cap)] if asked is not None else check.doublings(1.0, cap)
 
         def step(b: float, tp: int = tp) -> Step:
-            return decode_step(m, g, gpus, b, eff, fit, tp=tp, **kw)
+            return decode_step(m, g, gpus, b, eff, fit, work, tp)
 
         for b in sizes:
             s = step(b)
@@ -481,14 +449,11 @@ def _tpot_batch(step: Callable[[float], Step], b: float, tpot_ms: float, tps: fl
 def _batch_text(
     asked: float | None, derived: float | None, b: float, cap: float, tpot: float | None
 ) -> str:
-    if derived is not None:
+    src = "the best batch that fits" if asked is None else f"concurrency {whole(asked):,}"
+    if derived is not None:  # then also asked
         src = f"{whole(derived):,} decoding (derived from the clients' concurrency)"
-    elif asked is not None:
-        src = f"concurrency {whole(asked):,}"
-    else:
-        src = "the best batch that fits"
     text = f"{plural(whole(b), 'sequence')} decoding ({src}"
-    if b < (derived if derived is not None else asked or math.inf):
+    if b < (asked or math.inf):
         text += "; capped by " + ("the TPOT limit" if b < cap else "the KV capacity")
     elif tpot is not None:
         text += f"; within TPOT {tpot:g} ms"
@@ -505,8 +470,7 @@ def littles_law(concurrency: float, osl: float, ttft_s: float, tpot_s: float) ->
 def for_check(
     c: Any, *, tpot_ms: float | None = None, ttft_s: float | None = None, **kw: Any
 ) -> Expected:
-    """:func:`expected` for a :class:`check.Check` (batch by :func:`littles_law` when it can);
-    ``kw``: :func:`expected`'s ``deployment``, ``calibration``, ``fit``."""
+    """:func:`expected` for a :class:`check.Check`, the batch by :func:`littles_law` if it can."""
     w: Workload = c.work
     decoding = None
     if w.concurrency and w.osl and tpot_ms is not None and ttft_s is not None:

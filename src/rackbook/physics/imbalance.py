@@ -81,12 +81,8 @@ def table() -> dict[str, Any]:
 
 
 def _interp(xs: list[float], x: float) -> tuple[int, float]:
-    if x <= xs[0]:
-        return 0, 0.0
-    if x >= xs[-1]:
-        return len(xs) - 2, 1.0
-    i = bisect.bisect_right(xs, x) - 1
-    return i, (x - xs[i]) / (xs[i + 1] - xs[i])
+    i = min(max(bisect.bisect_right(xs, x) - 1, 0), len(xs) - 2)  # the ends held flat
+    return i, min(max((x - xs[i]) / (xs[i + 1] - xs[i]), 0.0), 1.0)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -42,10 +42,8 @@ def verdict_rule() -> VerdictRule:
 def cached_ceiling(model: ModelSpec | str, hw: GpuSpec | str, n_gpus: int) -> check.Check:
     """The most total tokens/s per GPU any cached share gives (whole context, one output token)."""
     m = catalogs.as_model(model)
-    top = m.architecture.max_context_tokens
-    if top is None:
-        raise InputError(m.file, "architecture.max_context_tokens", "unknown in the model catalog")
-    isl = top - 1
+    top = roofline.need(m, architecture__max_context_tokens=m.architecture.max_context_tokens)
+    isl = top[0] - 1
     return check.check_claim(
         m, hw, n_gpus, 1.0, counted="total", isl=isl, osl=1, cached_share=(isl - 1) / isl
     )
@@ -79,18 +77,16 @@ def prefix_read_model(
     reuse_tokens: int = 1,
 ) -> PrefixRead:
     """New prefill tokens behind a cached prefix: 1 / max(sparse read, compute) tokens/s."""
-    m = catalogs.as_model(model)
+    m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     if reuse_tokens < 1:
         raise InputError("-", "reuse_tokens", f"must be >= 1, got {reuse_tokens}")
-    g = catalogs.as_gpu(hw)
     reads = roofline.context_reads(m, prefix_tokens, "prefill", kv_dtype)
     sparse = roofline.bandwidth_floor_step_s(reads.total / reuse_tokens, g, n_gpus)
     dense = roofline.bandwidth_floor_step_s(reads.dense / reuse_tokens, g, n_gpus)
     comp = roofline.compute_ceiling_tokens_per_s(m, g, "prefill", n_gpus, context=prefix_tokens)
     comp_s = comp.seconds_per_token / n_gpus
     bound = "KV read" if sparse.seconds >= comp_s else "compute"
-    tps = 1 / max(sparse.seconds, comp_s)
-    dense_tps = 1 / max(dense.seconds, comp_s)
+    tps, dense_tps = 1 / max(sparse.seconds, comp_s), 1 / max(dense.seconds, comp_s)
     sparse_dense = (sparse.bytes, dense.bytes, sparse.seconds, dense.seconds)
     return PrefixRead(prefix_tokens, *sparse_dense, comp_s, tps, dense_tps, bound)
 
@@ -123,9 +119,7 @@ def context_compute_growth_s(
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     extra = roofline.attention_flops(m, hi).total - roofline.attention_flops(m, lo).total
     dense = roofline.weight_split(m, "decode").dense_dtype
-    peak = g.flops(g.run_precision(dense))
-    assert peak is not None
-    return batch * extra / peak
+    return batch * extra / (g.flops(g.run_precision(dense)) or math.nan)
 
 
 def collective_budget_us(claim_step_s: float, floor_step_s: float, moe_layers: int) -> float:

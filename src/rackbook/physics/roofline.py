@@ -33,11 +33,12 @@ def check_choice(value: str, choices: tuple[str, ...], field: str) -> None:
         raise InputError("-", field, f"{value!r} is not one of {', '.join(choices)}")
 
 
-def need(model: ModelSpec, **fields: object) -> None:
-    """InputError naming the first catalog field that is unknown (None)."""
+def need(model: ModelSpec, **fields: int | None) -> list[int]:
+    """The catalog ``fields``' values; InputError naming the first that is unknown (None)."""
     for name, value in fields.items():
         if value is None:
             raise InputError(model.file, name.replace("__", "."), "unknown in the model catalog")
+    return [v for v in fields.values() if v is not None]
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,7 @@ def kv_row_values(model: ModelSpec) -> tuple[int, int]:
     if a.mla is not None:
         kv = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
     else:
-        need(model, architecture__head_dim=a.head_dim)
-        assert a.head_dim is not None
-        kv = a.head_dim
+        kv = need(model, architecture__head_dim=a.head_dim)[0]
     return kv, a.index_head_dim or 0
 
 
@@ -106,15 +105,12 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
     rows = kv_rows_per_token(model)
     table = model.kv_cache.row_formats
     fmts = getattr(table, kv_dtype) if table is not None else None
+    where = f"kv_cache.row_formats.{kv_dtype}"
     if fmts is None:
-        raise InputError(
-            model.file, f"kv_cache.row_formats.{kv_dtype}", "row format not known for this model"
-        )
+        raise InputError(model.file, where, "row format not known for this model")
     kv_vals, idx_vals = kv_row_values(model)
-    kv_row = fmts.kv.bytes_for(kv_vals)
-    idx_row = fmts.indexer.bytes_for(idx_vals)
-    ratios = model.kv_cache.compression_ratios or []
-    layers = model.kv_cache.owning_layers or []
+    kv_row, idx_row = fmts.kv.bytes_for(kv_vals), fmts.indexer.bytes_for(idx_vals)
+    ratios, layers = model.kv_cache.compression_ratios or [], model.kv_cache.owning_layers or []
     by_layer = dict(zip(layers, ratios, strict=True))
     att = model.attention  # the layers whose rows carry an index key (all without a list)
     idx = by_layer if att is None else [s for s in att.index_sources if s in by_layer]
@@ -133,25 +129,16 @@ def kv_bytes(model: ModelSpec, kv_dtype: str = "fp4") -> KvBytes:
         rows_txt = f"{len(ratios)} layers, sum of 1/ratio = {frac_text(rows)}"
         layers_txt = f"{layers[0]}..{layers[-1]} ({len(layers)} layers)"
     parts = [_row("KV", kv_vals, fmts.kv, kv_row)]
-    if idx_vals:
-        parts.append(_row("indexer", idx_vals, fmts.indexer, idx_row))
-    if idx_rows == rows:
-        per_tok = f"{frac_text(rows)} x {frac_text(kv_row + idx_row)}"
-    else:  # index keys on some layers only
-        per_tok = (
-            f"{frac_text(rows)} x {frac_text(kv_row)} + {frac_text(idx_rows)} indexed rows x "
-            f"{frac_text(idx_row)}"
-        )
+    parts += [_row("indexer", idx_vals, fmts.indexer, idx_row)] if idx_vals else []
+    per_tok = f"{frac_text(rows)} x {frac_text(kv_row + idx_row)}"
+    if idx_rows != rows:  # index keys on some layers only
+        per_tok = f"{frac_text(rows)} x {frac_text(kv_row)} + {frac_text(idx_rows)} indexed rows"
+        per_tok += f" x {frac_text(idx_row)}"
     formula = (
         f"KV-owning layers: {layers_txt}; rows/token = {rows_txt}; row: {'; '.join(parts)}; "
         f"bytes/token = {per_tok} = {frac_text(total)} B"
     )
     return KvBytes(model.id, kv_dtype, rows, kv_row, idx_row, total, formula)
-
-
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "fp4") -> int:
-    """Global KV-cache bytes per token (int; the sliding window not counted)."""
-    return kv_bytes(model, kv_dtype).bytes_per_token
 
 
 def kv_bytes_per_sequence(model: ModelSpec, context_tokens: int, kv_dtype: str = "fp4") -> int:
@@ -206,10 +193,8 @@ class WeightSplit:
 
 
 def _in_phase(model: ModelSpec, phase: str, field: str, total: int | None) -> int:
-    need(model, **{field: total})
-    assert total is not None
-    enc = model.architecture.num_encoder_layers
-    return min(total, enc) if phase == "prefill" and enc else total
+    n, enc = need(model, **{field: total})[0], model.architecture.num_encoder_layers
+    return min(n, enc) if phase == "prefill" and enc else n
 
 
 def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
@@ -220,24 +205,19 @@ def moe_layers(model: ModelSpec, phase: str = "decode") -> int:
 def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
     """Active parameters per token of ``phase`` split into routed experts and dense."""
     m, a = model.moe, model.architecture
-    active = model.active_params(phase)
-    need(
+    active, k, inter, hidden = need(
         model,
-        **{f"params__active_{phase}": active},
+        **{f"params__active_{phase}": model.active_params(phase)},
         moe__experts_per_token=m.experts_per_token,
         moe__moe_intermediate_size=m.moe_intermediate_size,
         architecture__hidden_size=a.hidden_size,
     )
-    assert active and m.experts_per_token and m.moe_intermediate_size and a.hidden_size
     layers = moe_layers(model, phase)
-    routed = layers * m.experts_per_token * 3 * a.hidden_size * m.moe_intermediate_size
+    routed = layers * k * 3 * hidden * inter
     dense = active - routed
     if dense < 0:
-        raise InputError(
-            model.file,
-            f"params.active_{phase}",
-            f"smaller than the {eng(routed)} routed params of {layers} MoE layers",
-        )
+        problem = f"smaller than the {eng(routed)} routed params of {layers} MoE layers"
+        raise InputError(model.file, f"params.active_{phase}", problem)
     dense_dtype = model.weights.dense_dtype or "bf16"
     routed_dtype = model.weights.routed_expert_dtype or dense_dtype
     return WeightSplit(phase, routed, dense, routed_dtype, dense_dtype, layers)
@@ -245,10 +225,8 @@ def weight_split(model: ModelSpec, phase: str = "decode") -> WeightSplit:
 
 def draft_bytes(model: ModelSpec) -> float:
     """Bytes of the drafter's active weights (0 without one in the catalog)."""
-    spec = model.speculative
-    if spec is None:
-        return 0.0
-    return spec.draft_active_params * float(DENSE_BYTES_PER_PARAM[spec.draft_dtype])
+    s = model.speculative
+    return s.draft_active_params * float(DENSE_BYTES_PER_PARAM[s.draft_dtype]) if s else 0.0
 
 
 def expert_bytes(model: ModelSpec) -> float:
@@ -256,10 +234,11 @@ def expert_bytes(model: ModelSpec) -> float:
     w, m, a = model.weights, model.moe, model.architecture
     if w.routed_expert_bytes is not None:
         return float(w.routed_expert_bytes)
-    need(model, moe__moe_intermediate_size=m.moe_intermediate_size, hidden=a.hidden_size)
-    assert m.moe_intermediate_size and a.hidden_size
+    inter, hidden = need(
+        model, moe__moe_intermediate_size=m.moe_intermediate_size, hidden=a.hidden_size
+    )
     dtype = w.routed_expert_dtype or w.dense_dtype or "bf16"
-    return float(3 * a.hidden_size * m.moe_intermediate_size * DENSE_BYTES_PER_PARAM[dtype])
+    return float(3 * hidden * inter * DENSE_BYTES_PER_PARAM[dtype])
 
 
 @dataclass(frozen=True)
@@ -281,19 +260,16 @@ class Storage:
 def storage(model: ModelSpec) -> Storage:
     """Stored bytes: every routed expert, and the dense params at their dtype."""
     m, a, p = model.moe, model.architecture, model.params
-    backbone = p.backbone or p.total
-    need(
+    backbone, experts, layers, inter, hidden = need(
         model,
-        params__backbone=backbone,
+        params__backbone=p.backbone or p.total,
         moe__num_routed_experts=m.num_routed_experts,
         moe__num_moe_layers=m.num_moe_layers,
         moe__moe_intermediate_size=m.moe_intermediate_size,
         architecture__hidden_size=a.hidden_size,
     )
-    assert backbone and m.num_routed_experts and m.num_moe_layers
-    assert m.moe_intermediate_size and a.hidden_size
-    n_experts = m.num_moe_layers * m.num_routed_experts
-    routed_params = n_experts * 3 * a.hidden_size * m.moe_intermediate_size
+    n_experts = layers * experts
+    routed_params = n_experts * 3 * hidden * inter
     dense_params = backbone - routed_params
     if dense_params < 0:
         raise InputError(model.file, "params.backbone", "below the routed params")
@@ -334,12 +310,6 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
     dense = w.dense_dtype or "bf16"
     formats = [(w.routed_expert_dtype or dense, dense, "as published")]
     formats += [(s.routed_expert_dtype, s.dense_dtype, s.checkpoint) for s in w.served]
-    if expert_dtype is not None:
-        check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
-        match = [f for f in formats if f[0] == expert_dtype]
-        routed, dense, ckpt = match[0] if match else (expert_dtype, formats[0][1], "as stated")
-        m = _with_format(model, routed, dense)
-        return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}; stated)", True)
 
     def stored(f: tuple[str, str, str]) -> float:
         try:
@@ -347,10 +317,19 @@ def served(model: ModelSpec, expert_dtype: str | None = None) -> Served:
         except InputError:  # sizes unknown: order by bytes per expert parameter
             return float(DENSE_BYTES_PER_PARAM[f[0]])
 
-    routed, dense, ckpt = min(formats, key=stored)
-    m = _with_format(model, routed, dense)
-    what = "the fewest bytes the catalog lists" if len(formats) > 1 else "the only format listed"
-    return Served(m, routed, dense, f"{routed} experts, {dense} dense ({ckpt}: {what})", False)
+    if expert_dtype is not None:
+        check_choice(expert_dtype, ("fp4", "fp8", "bf16"), "precision")
+        match = [f for f in formats if f[0] == expert_dtype]
+        routed, dense, ckpt = match[0] if match else (expert_dtype, formats[0][1], "as stated")
+        how = "; stated"
+    else:
+        routed, dense, ckpt = min(formats, key=stored)
+        what = (
+            "the fewest bytes the catalog lists" if len(formats) > 1 else "the only format listed"
+        )
+        how = f": {what}"
+    text = f"{routed} experts, {dense} dense ({ckpt}{how})"
+    return Served(_with_format(model, routed, dense), routed, dense, text, expert_dtype is not None)
 
 
 @dataclass(frozen=True)
@@ -363,37 +342,26 @@ class KvReads:
     dense_bytes: float
     scan_bytes_per_token: float
     dense_bytes_per_token: float
-    fixed_sparse_bytes: float
 
 
 def decode_kv_reads(model: ModelSpec | str, context: int, kv_dtype: str = "fp4") -> KvReads:
     """Context bytes one decode step reads for one sequence, both ends, and per-token rates."""
     m = catalogs.as_model(model)
     r, one = context_reads(m, context, "decode", kv_dtype), context_reads(m, 1, "decode", kv_dtype)
-    fixed = r.rows + r.pool
-    return KvReads(context, kv_dtype, r.scan + fixed, r.dense, one.scan, one.dense, fixed)
+    return KvReads(context, kv_dtype, r.scan + (r.rows + r.pool), r.dense, one.scan, one.dense)
 
 
 @dataclass(frozen=True)
 class ContextGrowth:
-    """Extra seconds per decode step when ``batch`` sequences grow from ``lo`` to ``hi`` tokens."""
+    """Extra ms (and bytes) a decode step reads when ``batch`` sequences grow ``lo`` -> ``hi``."""
 
     lo: int
     hi: int
     batch: int
-    n_gpus: int
-    sparse_s: float
-    dense_s: float
+    sparse_ms: float
+    dense_ms: float
     sparse_bytes: float
     dense_bytes: float
-
-    @property
-    def sparse_ms(self) -> float:
-        return 1000 * self.sparse_s
-
-    @property
-    def dense_ms(self) -> float:
-        return 1000 * self.dense_s
 
 
 def context_growth(
@@ -411,9 +379,8 @@ def context_growth(
     a, b = decode_kv_reads(model, lo, kv_dtype), decode_kv_reads(model, hi, kv_dtype)
     sparse = batch * (b.sparse_bytes - a.sparse_bytes)
     dense = batch * (b.dense_bytes - a.dense_bytes)
-    s1 = bandwidth_floor_step_s(sparse, g, n_gpus).seconds
-    s2 = bandwidth_floor_step_s(dense, g, n_gpus).seconds
-    return ContextGrowth(lo, hi, batch, n_gpus, s1, s2, sparse, dense)
+    s_ms, d_ms = (1000 * bandwidth_floor_step_s(x, g, n_gpus).seconds for x in (sparse, dense))
+    return ContextGrowth(lo, hi, batch, s_ms, d_ms, sparse, dense)
 
 
 def phase_layers(model: ModelSpec, phase: str) -> int:
@@ -469,16 +436,11 @@ def attention_flops(
 ) -> AttentionFlops:
     """Attention and indexer FLOP of one token of ``phase`` seeing ``context`` tokens."""
     m = catalogs.as_model(model)
-    n = phase_layers(m, phase)
-    a = m.architecture
-    need(m, architecture__num_attention_heads=a.num_attention_heads)
-    assert a.num_attention_heads is not None
+    a, n = m.architecture, phase_layers(m, phase)
+    heads = need(m, architecture__num_attention_heads=a.num_attention_heads)[0]
     qk = kv_row_values(m)[0]
     v = a.mla.kv_lora_rank if a.mla is not None else qk
-    row, key = (
-        2 * a.num_attention_heads * (qk + v),
-        2 * a.num_attention_heads * (a.index_head_dim or 0),
-    )
+    row, key = 2 * heads * (qk + v), 2 * heads * (a.index_head_dim or 0)
     scan_k, pool_k, rows_k, _ = _rows(m, context, phase)
     scan, pool, rows = scan_k * key, pool_k * key, rows_k * row
     win = n * min(a.sliding_window or 0, context) * row
@@ -487,8 +449,7 @@ def attention_flops(
 
 @dataclass(frozen=True)
 class ContextReads:
-    """Bytes a token reads from a sequence's caches: scan, rows, pool, window; ``dense``: all
-    rows."""
+    """Bytes a token reads from a sequence's caches: scan, rows, pool, window; ``dense``: all."""
 
     phase: str
     context: int
@@ -537,7 +498,6 @@ class Ceiling:
     tokens_per_s: float
     seconds_per_token: float
     flops_per_token: int
-    n_gpus: int
     notes: tuple[str, ...]
     formula: str
 
@@ -555,22 +515,16 @@ def compute_ceiling_tokens_per_s(
     m, g = catalogs.as_model(model), catalogs.as_gpu(hw)
     split = weight_split(m, phase)
     notes, parts, seconds = [], [], 0.0
-    for label, params, dtype in (
-        ("routed", split.routed_params, split.routed_dtype),
-        ("dense", split.dense_params, split.dense_dtype),
-    ):
+    for label in ("routed", "dense"):  # the dense part last: attention runs at its precision
+        params, dtype = getattr(split, f"{label}_params"), getattr(split, f"{label}_dtype")
         run = g.run_precision(dtype)
         if run != dtype:
             notes.append(f"{g.label} has no {dtype} tensor cores: the {label} weights run at {run}")
-        peak = g.flops(run)
-        assert peak is not None
+        peak = g.flops(run) or math.nan  # a run precision always has a peak
         seconds += 2 * params * active_scale / peak
         parts.append(f"2 x {eng(params * active_scale)} / {fmt(peak, 'FLOP/s')} ({run})")
     attn = 0.0
     if context:
-        run = g.run_precision(split.dense_dtype)
-        peak = g.flops(run)
-        assert peak is not None
         attn = attention_flops(m, context, phase).total
         seconds += attn / peak
         parts.append(
@@ -582,7 +536,7 @@ def compute_ceiling_tokens_per_s(
         f"{tps:,.0f} tokens/s" + (f" ({'; '.join(notes)})" if notes else "")
     )
     fpt = round(2 * split.active_params * active_scale + attn)
-    return Ceiling(tps, seconds, fpt, n_gpus, tuple(notes), formula)
+    return Ceiling(tps, seconds, fpt, tuple(notes), formula)
 
 
 def distinct_experts(num_experts: int, top_k: int, tokens: float) -> float:
@@ -612,12 +566,10 @@ def verify_count(model: ModelSpec, tokens_per_step: float) -> int:
         return 1
     spec = model.speculative
     if spec is not None and tokens_per_step > spec.draft_tokens + 1:
-        raise InputError(
-            "-",
-            "tokens_per_step",
-            f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
-            f"{spec.draft_tokens} tokens a step, so a step keeps at most {spec.draft_tokens + 1}",
-        )
+        most = spec.draft_tokens + 1
+        problem = f"{tokens_per_step:g} is out of range: {model.name}'s {spec.name} drafts "
+        problem += f"{spec.draft_tokens} tokens a step, so a step keeps at most {most}"
+        raise InputError("-", "tokens_per_step", problem)
     return max(spec.draft_tokens + 1 if spec else 0, math.ceil(tokens_per_step))
 
 
@@ -629,19 +581,15 @@ def batch1_decode_ceiling_tokens_per_s(
     *,
     context_tokens: float = 0,
     kv_dtype: str | None = "fp4",
-    verify_tokens: int | None = None,
     routing: str = "fewest",
     batch: float = 1.0,
     active_scale: float = 1.0,
 ) -> Batch1Decode:
-    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (bytes a step
-    reads; no communication counted); ``active_scale`` scales the active weights."""
+    """Decode tokens/s of ``batch`` sequences over ``n_gpus`` GPUs' HBM bandwidth (no network)."""
     m = catalogs.as_model(model)
     if acceptance_length < 1:
         raise InputError("-", "acceptance_length", f"must be >= 1, got {acceptance_length}")
-    verify = verify_tokens or verify_count(m, acceptance_length)
-    if verify < acceptance_length:
-        raise InputError("-", "verify_tokens", "fewer than the tokens accepted per step")
+    verify = verify_count(m, acceptance_length)  # >= the tokens accepted
     split, mo = weight_split(m, "decode"), m.moe
     need(m, moe__num_routed_experts=mo.num_routed_experts)
     assert mo.num_routed_experts and mo.experts_per_token

@@ -352,8 +352,8 @@ def implied_latency_physics(
     central = 100 * claim_ms / claim_pct
     low = 100 * (claim_ms - tol_ms) / (claim_pct + tol_pct)
     high = 100 * (claim_ms + tol_ms) / (claim_pct - tol_pct)
-    ceil = check.memory_ceiling(model, hw, gpus, 1, context=lo, kv_dtype=kv_dtype)
-    step_ms = 1000 / (ceil.tok_s_per_gpu * gpus)
+    work = check.Workload(decode_context=lo, kv_dtype=kv_dtype)
+    step_ms = 1000 / (check.memory_ceiling(model, hw, gpus, 1, work).tok_s_per_gpu * gpus)
     ratio = step_ms / high
     v = check.physics_verdict(ratio)
     clauses = [
