@@ -22,9 +22,10 @@ from rackbook.inputs import catalogs
 from rackbook.inputs import claims as claims_registry
 from rackbook.physics import check as physics_check
 from rackbook.results import published_rows as pr
-from rackbook.results.certainty import side
 from rackbook.results.registry import ChapterTable
 
+#: What a published margin resting on cost models' prices ends with (evidence writes it).
+MODELLED_NOTE = " (modelled prices, not measurements)"
 #: A candidate point of a named basis: (row, differences, the decisive ones).
 Candidate = tuple[pd.Series, list[Difference], list[Difference]]
 
@@ -324,6 +325,13 @@ NEAR_LEAD = "near evidence, which does not decide (the same quantity on a siblin
 
 def as_basis(name: str) -> str:
     return name if name.startswith("as ") else f"as {name}"
+
+
+def side(lo: object, hi: object) -> str:
+    """``inside`` (points on both sides, or at it), ``above``, ``below`` or ``-`` (no ratios)."""
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+        return "-"
+    return "above" if lo > 1 else "below" if hi < 1 else "inside"
 
 
 def near_position(n: Near) -> str:

@@ -22,8 +22,7 @@ from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import published as figures_registry
 from rackbook.results import comparability as cmp
 from rackbook.results import published_rows as pr
-from rackbook.results.certainty import MODELLED_NOTE
-from rackbook.results.comparability import DECISIVE, as_basis
+from rackbook.results.comparability import DECISIVE, MODELLED_NOTE, as_basis
 from rackbook.results.headline import VOCABULARY, ClaimReading
 from rackbook.results.published_rows import text_or_none, unit_family, value_text
 from rackbook.results.registry import ChapterTable
