@@ -203,64 +203,42 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
     return out
 
 
-def _calibration(args: argparse.Namespace) -> Any:
-    if not args.calibration:
-        return None
-    from rackbook.core.calibration import read_calibration
+def _estimates(args: argparse.Namespace, c: check.Check, threshold: bool) -> dict[str, Any]:
+    """The attainable and expected readings (JSON fields, ``*_text`` lines; the expected with
+    the stored fit's held-out validation); none where the figure does not fit or a calibration
+    has no data sheet."""
+    from rackbook.physics import attainable, expected
 
-    return read_calibration(args.calibration)
+    cal = None
+    if args.calibration:
+        from rackbook.core.calibration import read_calibration
 
-
-def _attainable(
-    args: argparse.Namespace, c: check.Check, share_unknown: bool
-) -> tuple[dict[str, Any], str]:
-    """The attainable reading (JSON fields, line); a calibration without a data sheet: none."""
-    from rackbook.physics import attainable
-
-    cal = _calibration(args)
-    none = dict.fromkeys(("tok_s_per_gpu", "ratio", "deployment", "calibration"))
-    if c.limit.startswith("memory capacity"):
-        return none, "none: the figure does not fit"
+        cal = read_calibration(args.calibration)
+    att = dict.fromkeys(("tok_s_per_gpu", "ratio", "deployment", "calibration"))
+    exp = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
+    why = "none: the figure does not fit" if c.limit.startswith("memory capacity") else ""
+    fit, kw = expected.load_fit(), dict[str, Any](calibration=cal, deployment=args.deployment)
     try:
-        a = attainable.for_check(c, deployment=args.deployment, calibration=cal)
+        if not why:
+            a = attainable.for_check(c, **kw)
+            e = expected.for_check(c, fit=fit, tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, **kw)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
-        return none | {"calibration": cal.label}, f"none: {exc.problem}"
-    d = a.to_dict()
-    text = a.text
-    if share_unknown:
-        kw = _check_kwargs(args) | {"deployment": args.deployment, "calibration": cal}
+        why, att["calibration"] = f"none: {exc.problem}", cal.label
+    if why:
+        return dict(attainable=att, attainable_text=why, expected=exp, expected_text=why)
+    out: dict[str, Any] = dict(attainable=a.to_dict(), attainable_text=a.text)
+    out |= dict(expected=e.to_dict() | {"validation": fit.validation})
+    out["expected_text"] = e.text(fit.validation_text)
+    if threshold:
+        kw |= _check_kwargs(args)
         t = attainable.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        d["cached_share_threshold"] = t
-        if t is None:
-            reach = "measured kernels do not reach it at any cached share"
-        elif t > 0:
-            reach = f"measured kernels reach it from {percent(t)} of the input cached"
-        else:
-            reach = "measured kernels reach it uncached"
-        text += f" at the bound's threshold share; {reach}"
-    return d, text
-
-
-def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any], str]:
-    """The expected reading (JSON fields, line) with the stored fit's held-out validation."""
-    from rackbook.physics import expected
-
-    none = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
-    if c.limit.startswith("memory capacity"):
-        return none, "none: the figure does not fit"
-    cal = _calibration(args)
-    fit = expected.load_fit()
-    kw = dict(tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, deployment=args.deployment)
-    try:
-        e = expected.for_check(c, calibration=cal, fit=fit, **kw)
-    except InputError as exc:
-        if cal is None or exc.field != "run.json.spec":
-            raise
-        return none, f"none: {exc.problem}"
-    d = e.to_dict() | {"validation": fit.validation}
-    return d, e.text(fit.validation_text)
+        out["attainable"]["cached_share_threshold"] = t
+        reach = f"from {percent(t)} of the input cached" if t else "uncached"
+        reach = "do not reach it at any cached share" if t is None else f"reach it {reach}"
+        out["attainable_text"] += f" at the bound's threshold share; measured kernels {reach}"
+    return out
 
 
 def per_of(args: argparse.Namespace) -> str:
@@ -304,10 +282,7 @@ def readings(
     share = (t.share if t else known) or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
     verdict, reason = (t.verdict, t.formula) if t else (c.verdict, c.reason)
-    att, att_text = _attainable(args, c, t is not None and bool(share))
-    exp, exp_text = _expected(args, c)
-    extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
-    extra["expected_text"] = exp_text
+    extra = _estimates(args, c, t is not None and bool(share))
     extra["threshold"] = t and dict(
         cached_share=t.share, ratio_uncached=t.ratio_uncached, ratio_cached=t.ratio_cached
     )
