@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,6 @@ from rackbook.physics import check
 #: Relative tolerance of the this-run reading; how many published points the output names.
 REL_TOL, CLOSEST = 0.10, 3
 NUMPY = orjson.OPT_SERIALIZE_NUMPY
-
-
-@dataclass(frozen=True)
-class CheckVerdict:
-    """One reading of ``rackbook check``: verdict, one-line reason, what else it carries."""
-
-    verdict: str
-    reason: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, **self.extra}
 
 
 #: Parts in which a published point must agree with the workload to decide (an unstated part
@@ -118,7 +106,7 @@ def point_text(p: dict[str, Any]) -> str:
     )
 
 
-def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
+def published_for_workload(wb: basis_mod.Basis, claimed: float) -> dict[str, Any]:
     """The published points nearest a workload's figure (tok/s per GPU), closest first."""
     doc, rows = published_per_gpu_points(), []
     for p in doc["points"]:
@@ -138,7 +126,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
         rows.append(((far, not p["verified"], dist, str(p["id"])), row))
     if not rows:
         none = "no published per-GPU throughput point"
-        return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
+        return dict(verdict="none published", reason=none, closest=[], basis=basis_text(wb))
     ranked = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in ranked[:CLOSEST]]
@@ -147,30 +135,30 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
         none = f"no verified published measurement of the same basis ({basis_text(wb)}); {near}"
-        return CheckVerdict("none published", none, extra)
+        return dict(verdict="none published", reason=none) | extra
     import pandas as pd  # the rare like-for-like case: the book's reading of them
 
     from rackbook.results import evidence
 
     r = evidence.published_reading("workload", claimed, pd.DataFrame(like))
-    return CheckVerdict(r.verdict, f"{r.reason}; {near}", extra)
+    return dict(verdict=r.verdict, reason=f"{r.reason}; {near}") | extra
 
 
 def this_run(
     trace_dir: str | None, model: str, gpu: str, counted: str, claimed: float
-) -> CheckVerdict:
+) -> dict[str, Any]:
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
-        return CheckVerdict("untested", "no trace given (--trace DIR)")
+        return dict(verdict="untested", reason="no trace given (--trace DIR)")
     from rackbook.core.traces import read_trace
     from rackbook.results import rack_scaling, verdicts
 
     t = read_trace(Path(trace_dir))
     acc, column = rack_scaling.token_accounting(t), f"{counted}_tok_s_per_gpu"
     if acc.empty or column not in acc or acc[column].isna().all():
-        return CheckVerdict(
-            "untested",
-            f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
+        return dict(
+            verdict="untested",
+            reason=f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
     top = acc.loc[acc[column].astype(float).idxmax()]
@@ -180,7 +168,7 @@ def this_run(
     kw["what"] = f"{counted} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
     r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
-    return CheckVerdict(r.verdict, r.reason)
+    return dict(verdict=r.verdict, reason=r.reason)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -266,7 +254,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def readings(
     args: argparse.Namespace,
-) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
+) -> tuple[check.Check, dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
         from rackbook.results import registry
@@ -291,7 +279,7 @@ def readings(
     extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null
     ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
-    phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
+    phys = dict(verdict=verdict, reason=reason) | extra | {"notes": c.notes}
     model = catalogs.as_model(args.model)
     sizes = (args.isl, args.osl, known, kw["batch"])
     gpu = catalogs.as_gpu(c.gpu).label
@@ -320,7 +308,7 @@ def cli_check(args: argparse.Namespace) -> int:
         f"{w['decode_context']:,.0f}, prefill prefix {w['prefill_prefix']:,.0f} tokens, {share}, "
         "concurrency " + ("not given" if w["concurrency"] is None else f"{w['concurrency']:,.0f}")
     )
-    for a in phys.extra["assumed"]:
+    for a in phys["assumed"]:
         print(f"  assumed: {a}")
     for r in c.ceilings:
         shown = f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
@@ -330,15 +318,15 @@ def cli_check(args: argparse.Namespace) -> int:
         print(f"  {label}: {shown}  [{r.formula}]")
     for n in c.notes:
         print(f"  note: {n}")
-    print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
-    print(f"  expected: {phys.extra['expected_text']}")
-    print(f"  attainable: {phys.extra['attainable_text']}")
-    print(f"basis: {pub.extra.get('basis')}")
-    print(f"published: {pub.verdict} ({pub.reason})")
-    for p in pub.extra.get("closest", []):
+    print(f"physics: {phys['verdict']} ({phys['reason']}; limit: {c.limit})")
+    print(f"  expected: {phys['expected_text']}")
+    print(f"  attainable: {phys['attainable_text']}")
+    print(f"basis: {pub.get('basis')}")
+    print(f"published: {pub['verdict']} ({pub['reason']})")
+    for p in pub.get("closest", []):
         print(f"  {point_text(p)}")
-    print(f"this run: {run.verdict} ({run.reason})")
+    print(f"this run: {run['verdict']} ({run['reason']})")
     if args.json:
-        out = {"physics": phys.to_dict(), "published": pub.to_dict(), "this_run": run.to_dict()}
+        out = {"physics": phys, "published": pub, "this_run": run}
         print(orjson.dumps(out, option=NUMPY).decode())  # NaN, infinity: null
     return 0
