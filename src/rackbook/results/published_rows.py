@@ -8,9 +8,9 @@ import dataclasses
 import email
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +23,7 @@ from rackbook.inputs import claims as claims_registry
 from rackbook.inputs import loader
 from rackbook.inputs import published as figures_registry
 
+T = TypeVar("T")
 #: Shipped published traces (folder under data/published/) -> what they hold.
 SHIPPED: dict[str, str] = {
     "mlperf-v6.1-dsr1": "MLPerf Inference v6.1 DeepSeek-R1 token-rate rows",
@@ -104,10 +105,14 @@ def point_ratio(c: Mapping[str, Any]) -> str:
     return ", " + claim_over(c["ratio"], c["ratio"], "it")
 
 
-def text_or_none(v: object) -> str | None:
-    if v is None or (not isinstance(v, str) and pd.isna(v)):  # type: ignore[arg-type]
-        return None
-    return str(v)
+def or_none(v: object, cast: Callable[[Any], T]) -> T | None:
+    """``cast(v)``, or None for None, NA and NaN."""
+    return None if v is None or pd.isna(v) else cast(v)  # type: ignore[call-overload]
+
+
+text_or_none = functools.partial(or_none, cast=str)
+int_or_none = functools.partial(or_none, cast=int)
+float_or_none = functools.partial(or_none, cast=float)
 
 
 @functools.lru_cache(maxsize=4)
@@ -128,10 +133,6 @@ def registries(root: str) -> tuple[claims_registry.Registry, figures_registry.Fi
 _DEFAULTS = dict.fromkeys(POINT_COLUMNS) | dict(role="measurement", verified=True, kind="published")
 
 
-def int_or_none(v: object) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)  # type: ignore[call-overload]
-
-
 def setup_text(r: pd.Series) -> str:
     """A point's setup as stated: ``concurrency 1, 4,096 in / 1,024 out, speculation X, date``."""
     conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
@@ -141,10 +142,6 @@ def setup_text(r: pd.Series) -> str:
     parts.append("" if spec in (None, "not stated") else f"speculation {spec}")
     parts.append(text_or_none(r.get("date")) or "")
     return ", ".join(p for p in parts if p)
-
-
-def float_or_none(v: object) -> float | None:
-    return None if v is None or pd.isna(v) else float(v)  # type: ignore[arg-type]
 
 
 #: Columns a point takes as its source states them.

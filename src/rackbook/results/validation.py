@@ -159,8 +159,7 @@ def _point(
             raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
         col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
         measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
-        ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
-        tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
+        ttft, tpot = (_row_value(r, f"{k}_mean_s", f"{k}_median_s") for k in ("ttft", "tpot"))
         conc = _row_value(r, "concurrency")
         spec.setdefault("gpus", published_rows.int_or_none(r.get("gpus")))
         for k in ("isl", "osl"):
@@ -381,14 +380,13 @@ def fit_document(res: FitResult) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "method": (
-            "layer_s (per-layer floor, s): anchored on vLLM's single-user post on 8 B300 "
-            "(2026-05-11), 1 / 125 tok/s / 61 layers, not fitted (its figure is not a point); "
-            "efficiency (kernel-time factor): the grid value minimising the squared log(measured "
-            "/ expected), each source weighing the same; interval: the quantiles "
-            f"{INTERVAL_QUANTILES} of log(measured / expected), each point predicted without its "
-            "source, each level scaled by (n + 1) / n for n residuals (split conformal); "
-            "held_out: the fit without each source, its interval from the other sources' points "
-            "predicted without their source and the fold's. Regenerate: rackbook validate --fit"
+            "layer_s: the per-layer floor (s), 1 / 125 tok/s / 61 layers from vLLM's single-user "
+            "post on 8 B300 (2026-05-11), not fitted; efficiency: the grid value minimising the "
+            "squared log(measured / expected), each source weighing the same; interval: the "
+            f"quantiles {INTERVAL_QUANTILES} of log(measured / expected), each point predicted "
+            "without its source, each level x (n + 1) / n (split conformal); held_out: the fit "
+            "without each source, its interval from the other sources' points predicted without "
+            "their source and the fold's. Regenerate: rackbook validate --fit"
         ),
         "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
         "fit": res.fit.params(),
