@@ -306,17 +306,22 @@ def near_reading(
     ]
     if not near:
         return None
-    vals = [float(r["value"]) for r, _ in near]
-    lo, hi = min(vals), max(vals)
-    ok = math.isfinite(value) and lo > 0
     parts = dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds)
-    kw: dict[str, Any] = dict(low=lo, high=hi, unit=pr.unit_family(str(near[0][0]["unit"])))
-    kw |= dict(ratio_low=value / hi if ok else None, ratio_high=value / lo if ok else None)
+    kw = spread(value, [float(r["value"]) for r, _ in near])
+    kw["unit"] = pr.unit_family(str(near[0][0]["unit"]))
     kw |= dict(differences=tuple(parts), urls=tuple(dict.fromkeys(str(r["url"]) for r, _ in near)))
     kw["unverified"] = tuple(str(r["id"]) for r, _ in near if not bool(r["verified"]))
     kw["superseded"] = tuple(str(r["id"]) for r, _ in near if pr.text_or_none(r.get("superseded")))
     ids = tuple(str(r["id"]) for r, _ in near)
     return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
+
+
+def spread(value: float, vals: list[float]) -> dict[str, Any]:
+    """``low`` and ``high`` of ``vals``, and ``value`` over each end (``ratio_low`` = over high;
+    None where ``value`` is not finite or the end is 0)."""
+    lo, hi, ok = min(vals), max(vals), math.isfinite(value)
+    ratios = (value / hi if ok and hi else None, value / lo if ok and lo else None)
+    return dict(low=lo, high=hi, ratio_low=ratios[0], ratio_high=ratios[1])
 
 
 #: How :func:`near_text` introduces near evidence read alone.
@@ -334,10 +339,6 @@ def side(lo: object, hi: object) -> str:
     return "above" if lo > 1 else "below" if hi < 1 else "inside"
 
 
-def near_position(n: Near) -> str:
-    return side(n.ratio_low, n.ratio_high)
-
-
 def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
     """Near evidence over bases ``brs`` (``per_basis``); at the top the first holding the figure,
     else ``prefer``, else the first."""
@@ -346,7 +347,7 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
         return None
     # verified brackets first: a bracket of second-hand points only is shown, never preferred
     inside = sorted(
-        (n for n in ns if near_position(n) == "inside"),
+        (n for n in ns if side(n.ratio_low, n.ratio_high) == "inside"),
         key=lambda n: len(n.points) == len(n.unverified),
     )
     preferred = [n for n in ns if n.basis == prefer]
@@ -360,7 +361,7 @@ def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, obj
 
 def _bracket(n: Near) -> dict[str, object]:
     d = {k: v for k, v in n.as_dict().items() if k not in ("differences", "urls")}
-    return d | {"position": near_position(n)}
+    return d | {"position": side(n.ratio_low, n.ratio_high)}
 
 
 def near_text(near: Mapping[str, Any] | None, lead: str = NEAR_LEAD) -> str:

@@ -78,11 +78,6 @@ def bases_of(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
 
 
-def _entries(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A published reading's ``by_basis`` entries not ruled out, or itself on one basis."""
-    return [e for e in bases_of(r) if not e.get("ruled_out")] or ([] if bases_of(r) else [r])
-
-
 def _difference(d: Mapping[str, Any]) -> str:
     """A ``differing`` entry as words: ``analogue hardware (GB300, the claim B300)``."""
     part, point, claim = str(d.get("part")), d.get("point"), d.get("claim")
@@ -113,7 +108,8 @@ def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
 def _evidence(
     pub: Mapping[str, Any], near: Mapping[str, Any], derived: Mapping[str, Any]
 ) -> tuple[int, list[Reason]]:
-    entries = _entries(pub) if pub else []
+    entries = [e for e in bases_of(pub) if not e.get("ruled_out")]  # else itself on one basis
+    entries = entries or ([] if bases_of(pub) or not pub else [pub])
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if placed:
         out = [_reason("rests on", "like-for-like published figures")]

@@ -261,11 +261,10 @@ def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]
     fin = unit_family(str(r["unit"])) == unit_family(unit) and math.isfinite(v)
     group = [r] + [x[0] for x in tied]
     vals = [float(x["value"]) for x in group if unit_family(str(x["unit"])) == unit_family(unit)]
-    lo, hi = (min(vals), max(vals)) if vals else (None, None)
     analogue = r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec)
     kind = "analogue" if analogue else "near" if dec or not r["verified"] else "like for like"
-    kw: dict[str, Any] = dict(low=lo, high=hi, modelled=_modelled(r), kind=kind)
-    kw |= dict(ratio_low=v / hi if fin and hi else None, ratio_high=v / lo if fin and lo else None)
+    kw = cmp.spread(v if fin else math.nan, vals) if vals else {}
+    kw |= dict(modelled=_modelled(r), kind=kind)
     kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
     kw |= dict(superseded=text_or_none(r.get("superseded")), differences=tuple(diffs))
     kw["setup"] = pr.setup_text(r) if len({pr.setup_text(x) for x in group}) == 1 else ""
@@ -304,7 +303,9 @@ def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
     ]
     top = sorted(  # Python's sort is stable: ties keep the bases' order
         (b for r, b in ranked if r == min(r for r, _ in ranked)),
-        key=lambda br: br.near is None or cmp.near_position(br.near) != "inside",
+        key=lambda br: (
+            br.near is None or cmp.side(br.near.ratio_low, br.near.ratio_high) != "inside"
+        ),
     )
     c = top[0].closest if top else None
     if c is None:

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from rackbook.core import provenance
 from rackbook.core.units import percent, ratio_text
 from rackbook.physics import attainable as _attainable
@@ -102,8 +100,6 @@ class RangeVerdict:
 
 def number(x: Any, digits: int = 4) -> float | int | None:
     """A headline value: ``x`` rounded to ``digits`` decimals, ints kept, None when unknown."""
-    if x is None or x is pd.NA:
-        return None
     if isinstance(x, int):
         return int(x)
     try:
