@@ -131,7 +131,7 @@ def test_near_points_differ_in_one_stated_difference_and_latency_cells_never_bra
     output cells differ in GPU count and workload: no longer near rack throughput); a
     low-latency cell never brackets a peak-throughput claim."""
     from rackbook.core import basis as basis_mod
-    from rackbook.results import comparability as cmp
+    from rackbook.results import evidence as cmp
 
     e = ev.claim_evidence("rack-scaling.throughput")
     every = {p for b in e.bases if b.near for p in b.near.points}

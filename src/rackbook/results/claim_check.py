@@ -75,7 +75,6 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 def build_per_gpu_points() -> dict[str, Any]:
     """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
     from rackbook.results import evidence
-    from rackbook.results.comparability import WEIGHTS
     from rackbook.results.published_rows import PER_GPU, int_or_none
 
     pts, out = evidence.published_points(), []
@@ -85,7 +84,7 @@ def build_per_gpu_points() -> dict[str, Any]:
             rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
             rec |= dict(verified=bool(p["verified"]), gpus=int_or_none(p["gpus"]))
             out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
-    return {"points": out, "weights": WEIGHTS}
+    return {"points": out, "weights": evidence.WEIGHTS}
 
 
 def published_per_gpu_points() -> dict[str, Any]:

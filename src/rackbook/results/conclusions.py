@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 from rackbook.core.basis import NAMES
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.comparability import MODELLED_NOTE, near_text, side
+from rackbook.results.evidence import MODELLED_NOTE, near_text, side
 from rackbook.results.published_rows import point_ratio, point_value, span_text
 from rackbook.results.verdicts import brief
 
