@@ -53,7 +53,6 @@ SHARED_RESULTS = {
     "headline",
     "verdicts",
     "evidence",
-    "published_rows",
     "conclusions",
     "__init__",
 }

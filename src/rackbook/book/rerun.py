@@ -98,7 +98,7 @@ class PrefillRate:
 def prefill_rate() -> PrefillRate:
     """The fastest per-GPU prefill of the longest prompt in vLLM's prefill-TTFT table (``K``
     read as 1,000 tokens: the slower rate)."""
-    from rackbook.results import published_rows
+    from rackbook.results import evidence as published_rows
 
     cells = published_rows.load_prefill_table()
 

@@ -75,14 +75,13 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 def build_per_gpu_points() -> dict[str, Any]:
     """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
     from rackbook.results import evidence
-    from rackbook.results.published_rows import PER_GPU, int_or_none
 
     pts, out = evidence.published_points(), []
-    per_gpu = pts["unit"].astype(str).str.endswith(PER_GPU) & pts["value"].notna()
+    per_gpu = pts["unit"].astype(str).str.endswith(evidence.PER_GPU) & pts["value"].notna()
     for p in pts[per_gpu & (pts["role"] != "context")].to_dict("records"):
         if isinstance(b := p["basis"], basis_mod.Basis):
             rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
-            rec |= dict(verified=bool(p["verified"]), gpus=int_or_none(p["gpus"]))
+            rec |= dict(verified=bool(p["verified"]), gpus=evidence.int_or_none(p["gpus"]))
             out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
     return {"points": out, "weights": evidence.WEIGHTS}
 

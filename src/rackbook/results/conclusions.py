@@ -14,8 +14,14 @@ from typing import Any, TypeGuard
 from rackbook.core.basis import NAMES
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.evidence import MODELLED_NOTE, near_text, side
-from rackbook.results.published_rows import point_ratio, point_value, span_text
+from rackbook.results.evidence import (
+    MODELLED_NOTE,
+    near_text,
+    point_ratio,
+    point_value,
+    side,
+    span_text,
+)
 from rackbook.results.verdicts import brief
 
 #: The grades, lowest first (level 1 to 4).
