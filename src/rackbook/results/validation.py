@@ -8,7 +8,6 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +59,6 @@ class Point:
     verify: int = 1
     tokens_per_step: float = 1.0
     tpot_ms: float | None = None
-    prefill_gpus: int | None = None
-    decode_gpus: int | None = None
     context: float | None = None
     note: str = ""
 
@@ -69,7 +66,7 @@ class Point:
     def band(self) -> str:
         if self.batch is None:
             return "best batch (free)"
-        per = self.batch / (self.decode_gpus or self.gpus)
+        per = self.batch / self.gpus
         return next(name for top, name in BATCH_BANDS if per <= top)
 
 
@@ -189,7 +186,7 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    names = "counted phase model gpu precision isl osl tpot_ms prefill_gpus decode_gpus context"
+    names = "counted phase model gpu precision isl osl tpot_ms context"
     kw: dict[str, Any] = {k: spec.get(k) for k in names.split()}
     kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
@@ -209,33 +206,18 @@ def _split(p: Point, claimed: float) -> tuple[float, float]:
 
 
 def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
-    """The expected rate of ``p`` with ``fit`` (disaggregated: the least pool's rate)."""
+    """The expected rate of ``p`` with ``fit``."""
     model = catalogs.as_model(p.model)
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
+    out, inp = _split(p, p.measured)
     wk: dict[str, Any] = dict(tokens_per_step=p.tokens_per_step, verify_tokens=p.verify)
-    work = Workload(
-        p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, kv_dtype=kv, **wk
-    )
-    run = partial(exp_mod.expected, model, p.gpu, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
-    if p.prefill_gpus and p.decode_gpus:
-        total = (p.isl or 0) + (p.osl or 0)
-        w = replace(work, output_tok_s_per_gpu=1.0)
-        dec = run(p.decode_gpus, w, claimed=1.0, phase="decode", decode_batch=p.batch)
-        w = replace(work, counted="input", new_input_tok_s_per_gpu=1.0)
-        pre = run(p.prefill_gpus, w, claimed=1.0, phase="prefill")
-        rate = min(
-            dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
-            pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
-        ) / (p.prefill_gpus + p.decode_gpus)
-        if p.counted == "output":
-            rate *= (p.osl or 0) / total
-        dep = f"{pre.deployment} prefill + {dec.deployment} decode"
-    else:
-        out, inp = _split(p, p.measured)
-        w = replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp)
-        e = run(p.gpus, w, claimed=p.measured, phase=p.phase, decode_batch=p.batch)
-        rate, dep = e.tok_s_per_gpu, e.deployment
+    wk |= dict(output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp, kv_dtype=kv)
+    w = Workload(p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, **wk)
+    kw: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
+    kw |= dict(claimed=p.measured, phase=p.phase, decode_batch=p.batch)
+    e = exp_mod.expected(model, p.gpu, p.gpus, w, **kw)
+    rate, dep = e.tok_s_per_gpu, e.deployment
     low, high = rate * math.exp(fit.log_low), rate * math.exp(fit.log_high)
     return Prediction(p, rate, low, high, dep, fit_name)
 
