@@ -35,11 +35,9 @@ from rackbook.results.headline import VOCABULARY, ClaimReading
 from rackbook.results.registry import ChapterTable
 
 T = TypeVar("T")
-#: Shipped published traces (folder under data/published/) -> what they hold.
-SHIPPED: dict[str, str] = {
-    "mlperf-v6.1-dsr1": "MLPerf Inference v6.1 DeepSeek-R1 token-rate rows",
-    "sglang-cookbook-v4": "SGLang cookbook DeepSeek-V4 cells",
-}
+#: Shipped published traces (folders under data/published/): MLPerf Inference v6.1 DeepSeek-R1
+#: token-rate rows, SGLang cookbook DeepSeek-V4 cells.
+SHIPPED = ("mlperf-v6.1-dsr1", "sglang-cookbook-v4")
 
 
 PER_GPU, PER_USER = "tok/s/GPU", "tok/s per user"
@@ -484,8 +482,8 @@ _TOKENS = (
         None,
     ),
 )
-#: The claim reading the rack against a node, and the most GPUs of a node (HGX; a tray has 4).
-SPEEDUP_CLAIM, NODE_GPUS_MAX = "rack-scaling.speedup", 8
+#: The claim reading the rack against a node (at most NODE_GPUS: HGX; a tray has 4).
+SPEEDUP_CLAIM = "rack-scaling.speedup"
 #: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
 INSTANCE_GPUS = 4
 _NODE = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
@@ -509,7 +507,7 @@ PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
             conversion="the figure read per GPU of the rack, and the speed-up as a ratio of "
             "per-GPU throughputs: the node's throughput per GPU is the figure over the speed-up",
             divide_by=SPEEDUP_CLAIM,
-            max_gpus=NODE_GPUS_MAX,
+            max_gpus=NODE_GPUS,
             cross_check=True,
             head=_NODE,
         ),
