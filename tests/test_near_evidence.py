@@ -278,7 +278,7 @@ def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_sess
     assert "superseded 2026-10-07" in c.text()
     mean = _basis(e, "mean TPOT").near
     assert mean.superseded == ("figures:inferencex-pr3176.vllm-gb300-c1-tpot",)
-    assert "1 superseded by a later source" in mean.text()
+    assert "1 superseded by a later source" in ev.near_text(mean.as_dict())
     assert "one agent session" in e.reason and "not one stream" in e.reason
     fig = published.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
     assert "one AgentX session" in fig.definition

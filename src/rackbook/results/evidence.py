@@ -691,9 +691,6 @@ class Near:
     superseded: tuple[str, ...] = ()
     head: str = ""
 
-    def text(self) -> str:
-        return near_text(self.as_dict(), lead="near evidence: ")
-
     def as_dict(self) -> dict[str, object]:
         return {
             k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
@@ -903,10 +900,7 @@ class Closest:
 _KINDS = {
     "like for like": ("", "closest like-for-like point"),
     "near": ("does not decide: ", "closest published point (near, does not decide)"),
-    "analogue": (
-        "an analogue, never decides: ",
-        "closest published point (an analogue, never decides)",
-    ),
+    "analogue": ("an analogue, never decides: ", "closest published analogue (never decides)"),
     "modelled": ("", "closest published figure (a modelled price, not a measurement)"),
 }
 
@@ -936,7 +930,8 @@ class BasisReading:
     def evidence(self) -> str:
         """The closest point and the near evidence, in words."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
-        return close + (f"; {self.near.text()}" if self.near else "")
+        near = near_text(self.near.as_dict(), "near evidence: ") if self.near else ""
+        return close + (f"; {near}" if near else "")
 
     def text(self) -> str:
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
