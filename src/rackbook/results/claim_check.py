@@ -278,12 +278,9 @@ def readings(
     ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
     phys = dict(verdict=verdict, reason=reason) | extra | {"notes": c.notes}
-    model = catalogs.as_model(args.model)
-    sizes = (args.isl, args.osl, known, kw["batch"])
-    gpu = catalogs.as_gpu(c.gpu).label
-    wb = workload_basis(
-        model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
-    )
+    model, gpu = catalogs.as_model(args.model), catalogs.as_gpu(c.gpu).label
+    sizes = (args.isl, args.osl, known, kw["batch"], args.engine, args.speculation)
+    wb = workload_basis(model.name, gpu, args.gpus, c.counted, *sizes)
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
     return c, phys, pub, run

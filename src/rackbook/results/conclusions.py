@@ -361,9 +361,8 @@ def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
         if verdict == "none published":
             every = len(es) == len(entries)
             where = f" on any of its {len(es)} plausible bases" if len(es) > 1 else ""
-            where, near = (
-                (where, r.get("closest")) if every else (f" as {names}", es[0].get("closest"))
-            )
+            where, holder = (where, r) if every else (f" as {names}", es[0])
+            near = holder.get("closest")
             aside = f" (closest, which does not decide: {_closest(near)})" if near else ""
             out.append(f"No like-for-like measurement is published{where}{aside}.")
             continue

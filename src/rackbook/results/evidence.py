@@ -692,9 +692,7 @@ class Near:
     head: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
 
 def near_reading(
@@ -1031,10 +1029,8 @@ def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[Candidate]) ->
     kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
     kw |= dict(superseded=text_or_none(r.get("superseded")), differences=tuple(diffs))
     kw["setup"] = setup_text(r) if len({setup_text(x) for x in group}) == 1 else ""
-    ratio = v / float(r["value"]) if fin else None
-    return Closest(
-        str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]), **kw
-    )
+    kw |= dict(value=float(r["value"]), unit=str(r["unit"]), url=str(r["url"]))
+    return Closest(str(r["id"]), _who(r), ratio=v / float(r["value"]) if fin else None, **kw)
 
 
 def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
