@@ -1,4 +1,4 @@
-"""The graded certainty (:mod:`rackbook.results.certainty`) and the decisive finding
+"""The graded certainty (:func:`rackbook.results.conclusions.certainty`) and the decisive finding
 (:func:`rackbook.results.conclusions.summarize`): each named reason moves the grade, the shipped
 traces give at least three grades, each with reasons, the headline JSON carries them, and no
 landing sentence contradicts its chapter."""
@@ -16,8 +16,8 @@ from rackbook import paths
 from rackbook.book import chapter
 from rackbook.core import traces
 from rackbook.inputs.claims import load_claims
-from rackbook.results import certainty as ct
 from rackbook.results import conclusions as cc
+from rackbook.results import conclusions as ct
 
 CLAIM = "single-user.throughput"
 

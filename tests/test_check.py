@@ -324,9 +324,9 @@ def test_only_a_point_of_the_same_basis_decides(monkeypatch, value, changes, ver
     # the records rackbook check reads (kept on disk for the shipped data) built afresh
     monkeypatch.setattr(claim_check, "published_per_gpu_points", claim_check.build_per_gpu_points)
     r = claim_check.published_for_workload(wb, 954_000.0)
-    assert r.verdict == verdict, r.reason
-    assert r.extra["decided_on"] == ([] if verdict == "none published" else ["hand:1"])
-    assert r.extra["closest"][0]["url"] == "https://x.test/1"
+    assert r["verdict"] == verdict, r["reason"]
+    assert r["decided_on"] == ([] if verdict == "none published" else ["hand:1"])
+    assert r["closest"][0]["url"] == "https://x.test/1"
 
 
 def test_counted_total_with_a_cached_share_counts_the_cached_prefix():

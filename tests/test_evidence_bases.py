@@ -17,7 +17,7 @@ from rackbook import paths
 from rackbook.core import basis
 from rackbook.core.traces import read_trace
 from rackbook.inputs import claims
-from rackbook.results import comparability, evidence, rack_scaling, single_user
+from rackbook.results import evidence, rack_scaling, single_user
 
 #: A published figure of exactly rack-scaling.throughput's basis on its cached-prefix reading:
 #: V4.1-Flash on a 72-GPU GB300 NVL72 under vLLM, agentic, real speculation, input + output
@@ -191,7 +191,7 @@ def test_no_reading_decides_on_mixed_bases():
     decided = 0
     for c in reg.claims:
         e = evidence.claim_evidence(c.id)
-        named = dict((p.name, b) for p, b in comparability.claim_bases(c))
+        named = dict((p.name, b) for p, b in evidence.claim_bases(c))
         for br in e.bases:
             if not br.decided_on:
                 continue
@@ -199,7 +199,7 @@ def test_no_reading_decides_on_mixed_bases():
             keys = {(b.tokens, b.per, b.gpus, b.metric, b.statistic) for b in bases}
             assert len(keys) == 1, (c.id, br.name, keys)
             for b in bases:
-                diffs = basis.differences(named[br.name], b, comparability.DECISIVE[c.id])
+                diffs = basis.differences(named[br.name], b, evidence.DECISIVE[c.id])
                 assert not diffs, (c.id, br.name, diffs)
             decided += len(bases)
     assert decided == 3  # the InferenceX rental and ownership prices

@@ -53,9 +53,7 @@ SHARED_RESULTS = {
     "headline",
     "verdicts",
     "evidence",
-    "comparability",
-    "published_rows",
-    "certainty",
+    "conclusions",
     "__init__",
 }
 

@@ -131,7 +131,7 @@ def test_near_points_differ_in_one_stated_difference_and_latency_cells_never_bra
     output cells differ in GPU count and workload: no longer near rack throughput); a
     low-latency cell never brackets a peak-throughput claim."""
     from rackbook.core import basis as basis_mod
-    from rackbook.results import comparability as cmp
+    from rackbook.results import evidence as cmp
 
     e = ev.claim_evidence("rack-scaling.throughput")
     every = {p for b in e.bases if b.near for p in b.near.points}
@@ -278,7 +278,7 @@ def test_superseded_points_are_flagged_by_date_and_the_agentx_c1_point_is_a_sess
     assert "superseded 2026-10-07" in c.text()
     mean = _basis(e, "mean TPOT").near
     assert mean.superseded == ("figures:inferencex-pr3176.vllm-gb300-c1-tpot",)
-    assert "1 superseded by a later source" in mean.text()
+    assert "1 superseded by a later source" in ev.near_text(mean.as_dict())
     assert "one agent session" in e.reason and "not one stream" in e.reason
     fig = claims.load_figures().get("inferencex-pr3176.vllm-gb300-c1-tpot")
     assert "one AgentX session" in fig.definition

@@ -255,9 +255,7 @@ def test_the_floor_is_anchored_on_a_figure_the_validation_does_not_read() -> Non
     """The per-layer floor is the measured anchor (the vLLM single-user figure: 1 / tok/s / 61
     DeepSeek-V3.2 layers), never fitted, in the stored fit and every held-out fit; the anchor's
     figure is excluded from the validated points."""
-    _, figs = __import__("rackbook.results.published_rows", fromlist=["x"]).registries(
-        str(E.paths.DATA)
-    )
+    _, figs = __import__("rackbook.results.evidence", fromlist=["x"]).registries(str(E.paths.DATA))
     anchor = next(f for f in figs.figures if f.id == "vllm-blog-aa.v32-b300x8-c1-no-mtp")
     assert math.isclose(E.ANCHOR_LAYER_S, 1 / float(anchor.value) / 61)
     assert math.isclose(E.ANCHOR_LAYER_S * 1e6, 131.1, abs_tol=0.1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,6 @@ from rackbook.physics import check
 #: Relative tolerance of the this-run reading; how many published points the output names.
 REL_TOL, CLOSEST = 0.10, 3
 NUMPY = orjson.OPT_SERIALIZE_NUMPY
-
-
-@dataclass(frozen=True)
-class CheckVerdict:
-    """One reading of ``rackbook check``: verdict, one-line reason, what else it carries."""
-
-    verdict: str
-    reason: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "reason": self.reason, **self.extra}
 
 
 #: Parts in which a published point must agree with the workload to decide (an unstated part
@@ -87,17 +75,15 @@ _POINT_FIELDS = ("id", "value", "unit", "model", "hardware", "gpus", "url", "ver
 def build_per_gpu_points() -> dict[str, Any]:
     """The per-GPU throughput points (not context) as JSON records, and the parts' ``weights``."""
     from rackbook.results import evidence
-    from rackbook.results.comparability import WEIGHTS
-    from rackbook.results.published_rows import PER_GPU, int_or_none
 
     pts, out = evidence.published_points(), []
-    per_gpu = pts["unit"].astype(str).str.endswith(PER_GPU) & pts["value"].notna()
+    per_gpu = pts["unit"].astype(str).str.endswith(evidence.PER_GPU) & pts["value"].notna()
     for p in pts[per_gpu & (pts["role"] != "context")].to_dict("records"):
         if isinstance(b := p["basis"], basis_mod.Basis):
             rec = {k: p[k] for k in _POINT_FIELDS} | dict(value=float(p["value"]), basis=asdict(b))
-            rec |= dict(verified=bool(p["verified"]), gpus=int_or_none(p["gpus"]))
+            rec |= dict(verified=bool(p["verified"]), gpus=evidence.int_or_none(p["gpus"]))
             out.append(orjson.loads(orjson.dumps(rec, option=NUMPY)))  # NaN: null
-    return {"points": out, "weights": WEIGHTS}
+    return {"points": out, "weights": evidence.WEIGHTS}
 
 
 def published_per_gpu_points() -> dict[str, Any]:
@@ -118,7 +104,7 @@ def point_text(p: dict[str, Any]) -> str:
     )
 
 
-def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
+def published_for_workload(wb: basis_mod.Basis, claimed: float) -> dict[str, Any]:
     """The published points nearest a workload's figure (tok/s per GPU), closest first."""
     doc, rows = published_per_gpu_points(), []
     for p in doc["points"]:
@@ -138,7 +124,7 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
         rows.append(((far, not p["verified"], dist, str(p["id"])), row))
     if not rows:
         none = "no published per-GPU throughput point"
-        return CheckVerdict("none published", none, {"closest": [], "basis": basis_text(wb)})
+        return dict(verdict="none published", reason=none, closest=[], basis=basis_text(wb))
     ranked = [r for _, r in sorted(rows, key=lambda kr: kr[0])]
     keys = ("value", "unit", "model", "hardware", "gpus", "ratio", "url", "basis", "mismatch")
     closest = [{k: r[k] for k in keys} for r in ranked[:CLOSEST]]
@@ -147,30 +133,30 @@ def published_for_workload(wb: basis_mod.Basis, claimed: float) -> CheckVerdict:
     extra = {"closest": closest, "basis": basis_text(wb), "decided_on": [r["id"] for r in like]}
     if not like:
         none = f"no verified published measurement of the same basis ({basis_text(wb)}); {near}"
-        return CheckVerdict("none published", none, extra)
+        return dict(verdict="none published", reason=none) | extra
     import pandas as pd  # the rare like-for-like case: the book's reading of them
 
     from rackbook.results import evidence
 
     r = evidence.published_reading("workload", claimed, pd.DataFrame(like))
-    return CheckVerdict(r.verdict, f"{r.reason}; {near}", extra)
+    return dict(verdict=r.verdict, reason=f"{r.reason}; {near}") | extra
 
 
 def this_run(
     trace_dir: str | None, model: str, gpu: str, counted: str, claimed: float
-) -> CheckVerdict:
+) -> dict[str, Any]:
     """The this-run reading of the figure from the trace in ``trace_dir`` (None: untested)."""
     if trace_dir is None:
-        return CheckVerdict("untested", "no trace given (--trace DIR)")
+        return dict(verdict="untested", reason="no trace given (--trace DIR)")
     from rackbook.core.traces import read_trace
     from rackbook.results import rack_scaling, verdicts
 
     t = read_trace(Path(trace_dir))
     acc, column = rack_scaling.token_accounting(t), f"{counted}_tok_s_per_gpu"
     if acc.empty or column not in acc or acc[column].isna().all():
-        return CheckVerdict(
-            "untested",
-            f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
+        return dict(
+            verdict="untested",
+            reason=f"{trace_dir}: no point with a GPU count and {counted} tokens (rackbook import "
             "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
         )
     top = acc.loc[acc[column].astype(float).idxmax()]
@@ -180,7 +166,7 @@ def this_run(
     kw["what"] = f"{counted} {rate:,.1f} tok/s per GPU at point {top['point_id']}"
     kw["needs"] = f"a recording of {model} on {gpu}"
     r = verdicts.run_reading("workload", rate, claimed, REL_TOL, against="the figure's", **kw)
-    return CheckVerdict(r.verdict, r.reason)
+    return dict(verdict=r.verdict, reason=r.reason)
 
 
 def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
@@ -203,64 +189,42 @@ def assumed(args: argparse.Namespace, c: check.Check) -> list[str]:
     return out
 
 
-def _calibration(args: argparse.Namespace) -> Any:
-    if not args.calibration:
-        return None
-    from rackbook.core.calibration import read_calibration
+def _estimates(args: argparse.Namespace, c: check.Check, threshold: bool) -> dict[str, Any]:
+    """The attainable and expected readings (JSON fields, ``*_text`` lines; the expected with
+    the stored fit's held-out validation); none where the figure does not fit or a calibration
+    has no data sheet."""
+    from rackbook.physics import attainable, expected
 
-    return read_calibration(args.calibration)
+    cal = None
+    if args.calibration:
+        from rackbook.core.calibration import read_calibration
 
-
-def _attainable(
-    args: argparse.Namespace, c: check.Check, share_unknown: bool
-) -> tuple[dict[str, Any], str]:
-    """The attainable reading (JSON fields, line); a calibration without a data sheet: none."""
-    from rackbook.physics import attainable
-
-    cal = _calibration(args)
-    none = dict.fromkeys(("tok_s_per_gpu", "ratio", "deployment", "calibration"))
-    if c.limit.startswith("memory capacity"):
-        return none, "none: the figure does not fit"
+        cal = read_calibration(args.calibration)
+    att = dict.fromkeys(("tok_s_per_gpu", "ratio", "deployment", "calibration"))
+    exp = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
+    why = "none: the figure does not fit" if c.limit.startswith("memory capacity") else ""
+    fit, kw = expected.load_fit(), dict[str, Any](calibration=cal, deployment=args.deployment)
     try:
-        a = attainable.for_check(c, deployment=args.deployment, calibration=cal)
+        if not why:
+            a = attainable.for_check(c, **kw)
+            e = expected.for_check(c, fit=fit, tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, **kw)
     except InputError as exc:
         if cal is None or exc.field != "run.json.spec":
             raise
-        return none | {"calibration": cal.label}, f"none: {exc.problem}"
-    d = a.to_dict()
-    text = a.text
-    if share_unknown:
-        kw = _check_kwargs(args) | {"deployment": args.deployment, "calibration": cal}
+        why, att["calibration"] = f"none: {exc.problem}", cal.label
+    if why:
+        return dict(attainable=att, attainable_text=why, expected=exp, expected_text=why)
+    out: dict[str, Any] = dict(attainable=a.to_dict(), attainable_text=a.text)
+    out |= dict(expected=e.to_dict() | {"validation": fit.validation})
+    out["expected_text"] = e.text(fit.validation_text)
+    if threshold:
+        kw |= _check_kwargs(args)
         t = attainable.cached_share_threshold(args.model, args.gpu, args.gpus, args.tok_s, **kw)
-        d["cached_share_threshold"] = t
-        if t is None:
-            reach = "measured kernels do not reach it at any cached share"
-        elif t > 0:
-            reach = f"measured kernels reach it from {percent(t)} of the input cached"
-        else:
-            reach = "measured kernels reach it uncached"
-        text += f" at the bound's threshold share; {reach}"
-    return d, text
-
-
-def _expected(args: argparse.Namespace, c: check.Check) -> tuple[dict[str, Any], str]:
-    """The expected reading (JSON fields, line) with the stored fit's held-out validation."""
-    from rackbook.physics import expected
-
-    none = dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}
-    if c.limit.startswith("memory capacity"):
-        return none, "none: the figure does not fit"
-    cal = _calibration(args)
-    fit = expected.load_fit()
-    kw = dict(tpot_ms=args.tpot_ms, ttft_s=args.ttft_s, deployment=args.deployment)
-    try:
-        e = expected.for_check(c, calibration=cal, fit=fit, **kw)
-    except InputError as exc:
-        if cal is None or exc.field != "run.json.spec":
-            raise
-        return none, f"none: {exc.problem}"
-    d = e.to_dict() | {"validation": fit.validation}
-    return d, e.text(fit.validation_text)
+        out["attainable"]["cached_share_threshold"] = t
+        reach = f"from {percent(t)} of the input cached" if t else "uncached"
+        reach = "do not reach it at any cached share" if t is None else f"reach it {reach}"
+        out["attainable_text"] += f" at the bound's threshold share; measured kernels {reach}"
+    return out
 
 
 def per_of(args: argparse.Namespace) -> str:
@@ -288,7 +252,7 @@ def _check_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def readings(
     args: argparse.Namespace,
-) -> tuple[check.Check, CheckVerdict, CheckVerdict, CheckVerdict]:
+) -> tuple[check.Check, dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The three readings of ``rackbook check``'s arguments."""
     if args.trace is not None:
         from rackbook.results import registry
@@ -304,10 +268,7 @@ def readings(
     share = (t.share if t else known) or 0.0
     c = check.check_claim(args.model, args.gpu, args.gpus, args.tok_s, cached_share=share, **kw)
     verdict, reason = (t.verdict, t.formula) if t else (c.verdict, c.reason)
-    att, att_text = _attainable(args, c, t is not None and bool(share))
-    exp, exp_text = _expected(args, c)
-    extra: dict[str, Any] = dict(attainable=att, attainable_text=att_text, expected=exp)
-    extra["expected_text"] = exp_text
+    extra = _estimates(args, c, t is not None and bool(share))
     extra["threshold"] = t and dict(
         cached_share=t.share, ratio_uncached=t.ratio_uncached, ratio_cached=t.ratio_cached
     )
@@ -316,13 +277,10 @@ def readings(
     extra |= {k: getattr(c, k) for k in facts}  # a non-finite ratio prints as null
     ceiling = ("name", "phase", "tok_s_per_gpu", "formula")
     extra["readings"] = [{k: getattr(r, k) for k in ceiling} for r in c.ceilings]
-    phys = CheckVerdict(verdict, reason, extra | {"notes": c.notes})
-    model = catalogs.as_model(args.model)
-    sizes = (args.isl, args.osl, known, kw["batch"])
-    gpu = catalogs.as_gpu(c.gpu).label
-    wb = workload_basis(
-        model.name, gpu, args.gpus, c.counted, *sizes, args.engine, args.speculation
-    )
+    phys = dict(verdict=verdict, reason=reason) | extra | {"notes": c.notes}
+    model, gpu = catalogs.as_model(args.model), catalogs.as_gpu(c.gpu).label
+    sizes = (args.isl, args.osl, known, kw["batch"], args.engine, args.speculation)
+    wb = workload_basis(model.name, gpu, args.gpus, c.counted, *sizes)
     pub = published_for_workload(wb, c.claimed_tok_s_per_gpu)
     run = this_run(args.trace, model.id, c.gpu, c.counted, c.claimed_tok_s_per_gpu)
     return c, phys, pub, run
@@ -345,7 +303,7 @@ def cli_check(args: argparse.Namespace) -> int:
         f"{w['decode_context']:,.0f}, prefill prefix {w['prefill_prefix']:,.0f} tokens, {share}, "
         "concurrency " + ("not given" if w["concurrency"] is None else f"{w['concurrency']:,.0f}")
     )
-    for a in phys.extra["assumed"]:
+    for a in phys["assumed"]:
         print(f"  assumed: {a}")
     for r in c.ceilings:
         shown = f"{r.tok_s_per_gpu:,.0f} tok/s/GPU"
@@ -355,15 +313,15 @@ def cli_check(args: argparse.Namespace) -> int:
         print(f"  {label}: {shown}  [{r.formula}]")
     for n in c.notes:
         print(f"  note: {n}")
-    print(f"physics: {phys.verdict} ({phys.reason}; limit: {c.limit})")
-    print(f"  expected: {phys.extra['expected_text']}")
-    print(f"  attainable: {phys.extra['attainable_text']}")
-    print(f"basis: {pub.extra.get('basis')}")
-    print(f"published: {pub.verdict} ({pub.reason})")
-    for p in pub.extra.get("closest", []):
+    print(f"physics: {phys['verdict']} ({phys['reason']}; limit: {c.limit})")
+    print(f"  expected: {phys['expected_text']}")
+    print(f"  attainable: {phys['attainable_text']}")
+    print(f"basis: {pub.get('basis')}")
+    print(f"published: {pub['verdict']} ({pub['reason']})")
+    for p in pub.get("closest", []):
         print(f"  {point_text(p)}")
-    print(f"this run: {run.verdict} ({run.reason})")
+    print(f"this run: {run['verdict']} ({run['reason']})")
     if args.json:
-        out = {"physics": phys.to_dict(), "published": pub.to_dict(), "this_run": run.to_dict()}
+        out = {"physics": phys, "published": pub, "this_run": run}
         print(orjson.dumps(out, option=NUMPY).decode())  # NaN, infinity: null
     return 0

@@ -1,6 +1,8 @@
 """The book's words about each claim, made once from its readings' fields (headline JSON dicts):
-:func:`conclude` every reading (each clause from one table, :data:`SAY`), :func:`summarize` the
-landing's row and its decisive finding. No sentence a reading carries is cut or parsed."""
+:func:`certainty` graded as a GRADE summary of findings (4 a run on its hardware, 3 like-for-like
+published, 2 near points or an exact derivation, 1 physics bounds only; each named reason moves
+it one level), :func:`conclude` every reading (each clause from :data:`SAY`), :func:`summarize`
+the landing's row and its decisive finding. No sentence a reading carries is cut or parsed."""
 
 from __future__ import annotations
 
@@ -9,13 +11,176 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from rackbook.core.basis import NAMES
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results import certainty as ct
-from rackbook.results.certainty import MODELLED_NOTE, PLACED, TESTED, Certainty, certainty
-from rackbook.results.comparability import near_text
-from rackbook.results.published_rows import point_ratio, point_value, span_text
+from rackbook.results.evidence import (
+    MODELLED_NOTE,
+    near_text,
+    point_ratio,
+    point_value,
+    side,
+    span_text,
+)
 from rackbook.results.verdicts import brief
+
+#: The grades, lowest first (level 1 to 4).
+GRADES: tuple[str, ...] = (
+    "physics bounds only",
+    "near evidence or exact derivation",
+    "like-for-like published",
+    "measured on the claim's hardware",
+)
+#: This-run verdicts of a trace on the claim's hardware; published verdicts that place a figure.
+TESTED: tuple[str, ...] = ("consistent", "inconsistent")
+PLACED: tuple[str, ...] = ("within", "above", "below")
+#: How a near point's difference is named (else "another" and the part's name).
+DIFFERENCE_WORDS = {"hardware": "analogue hardware", "counting": "other counting"}
+
+
+@dataclass(frozen=True)
+class Certainty:
+    """A claim's graded certainty: level 1-4 and the reasons as (label, words)."""
+
+    claim_id: str
+    level: int
+    why: tuple[tuple[str, str], ...]
+
+    @property
+    def grade(self) -> str:
+        return GRADES[self.level - 1]
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Each reason as one phrase: "held back by: analogues only"."""
+        return tuple(f"{label}: {words}" for label, words in self.why)
+
+    @property
+    def note(self) -> str:
+        """The reasons as one footnote: "rests on 6 near published points; held back by ..."."""
+        shown = [r for r in self.why if r != ("rests on", self.grade)] or list(self.why)
+        return "; ".join(f"{label} {words}" for label, words in shown)
+
+    def to_dict(self) -> dict[str, Any]:
+        reasons = list(self.reasons)
+        return dict(claim_id=self.claim_id, grade=self.grade, level=self.level, reasons=reasons)
+
+
+Reason = tuple[str, str]
+
+
+def _reason(label: str, words: str, aside: str = "") -> Reason:
+    return label, f"{words} ({aside})" if aside else words
+
+
+def field(r: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``r[key]`` where it is a mapping, else empty."""
+    v = r.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def bases_of(r: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A published reading's ``by_basis`` entries."""
+    return [e for e in r.get("by_basis") or [] if isinstance(e, Mapping)]
+
+
+def _difference(d: Mapping[str, Any]) -> str:
+    """A ``differing`` entry as words: ``analogue hardware (GB300, the claim B300)``."""
+    part, point, claim = str(d.get("part")), d.get("point"), d.get("claim")
+    if part == "speculation" and "simulated" in (point, claim):
+        return "simulated acceptance"
+    words = DIFFERENCE_WORDS.get(part, f"another {NAMES.get(part, part)}")
+    point, claim = (f"{int(str(v)):,}" if str(v).isdigit() else str(v) for v in (point, claim))
+    return words if d.get("claim") is None else f"{words} ({point}, the claim {claim})"
+
+
+def _near_bases(near: Mapping[str, Any]) -> tuple[int, Reason | None]:
+    """Near points on both sides of the claim on one basis: no move; above and below: -1."""
+    by: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for b in (b for b in near.get("per_basis") or [near] if isinstance(b, Mapping)):
+        where = side(b.get("ratio_low"), b.get("ratio_high"))
+        by.setdefault(where, []).append((str(b.get("basis") or "its basis"), b))
+    if "inside" in by:
+        n, b = by["inside"][0]
+        span = f"the claim {ratio_text(b['ratio_low'])} to {ratio_text(b['ratio_high'])} them"
+        return 0, _reason("corroborated by", f"near points on both sides of the claim as {n}", span)
+    if "above" in by and "below" in by:
+        above, below = by["above"][0][0], by["below"][0][0]
+        apart = f"the claim above every near point as {above}, below every one as {below}"
+        return -1, _reason("lowered by", "an unknown basis", apart)
+    return 0, None
+
+
+def _evidence(
+    pub: Mapping[str, Any], near: Mapping[str, Any], derived: Mapping[str, Any]
+) -> tuple[int, list[Reason]]:
+    entries = [e for e in bases_of(pub) if not e.get("ruled_out")]  # else itself on one basis
+    entries = entries or ([] if bases_of(pub) or not pub else [pub])
+    placed = [e for e in entries if e.get("verdict") in PLACED]
+    if placed:
+        out = [_reason("rests on", "like-for-like published figures")]
+        if all(e.get("modelled") for e in placed):
+            why = "a cost model's rates, not a listed price"
+            out.append(_reason("lowered by", "modelled price", why))
+        if len(placed) < len(entries):
+            why = f"placed on {len(placed)} of its {len(entries)} plausible bases"
+            out.append(_reason("lowered by", "an unknown basis", why))
+        return 4 - len(out), out
+    if near.get("points") and near.get("verified"):
+        out = [_reason("rests on", f"{len(near['points'])} near published points")]
+        differing = field(pub, "closest").get("differing") or []
+        diffs = [_difference(d) for d in differing if isinstance(d, Mapping)]
+        out += [("held back by", ", ".join(diffs))] if diffs else []
+        change, reason = _near_bases(near)
+        return 2 + change, out + ([reason] if reason else [])
+    if derived.get("exact"):
+        source = derived.get("from") or "primary specifications"
+        return 2, [_reason("rests on", f"exact derivation from {source}")]
+    return 1, [_reason("rests on", "physics bounds only")]
+
+
+def certainty(
+    readings: Iterable[Mapping[str, Any]], claim: Claim | None = None, claim_id: str = ""
+) -> Certainty:
+    """The certainty of one claim from its readings (headline JSON dicts)."""
+    rs = {str(r.get("reading")): r for r in readings}
+    cid = claim.id if claim is not None else claim_id
+    run, pub, phys = rs.get("this run", {}), rs.get("published", {}), rs.get("physics", {})
+    if run.get("verdict") in TESTED:
+        margin = str(run.get("margin") or "-")
+        why = _reason("rests on", "a run on the claim's hardware", "" if margin == "-" else margin)
+        return Certainty(cid, 4, (why,))
+    near, derived = field(pub, "near"), field(phys, "derived")
+    level, reasons = _evidence(pub, near, derived)
+    placed = reasons[0][1] == "like-for-like published figures"
+    stated = "a primary text stating the same figure"
+    confirmed = bool(derived.get("exact")) and claim is not None
+    if confirmed and claim.source.status != "not-located":  # type: ignore[union-attr]
+        level += placed  # without a placing, "confirmed by" moves nothing
+        reasons.append(_reason("raised by" if placed else "confirmed by", stated, "exact match"))
+    elif level < 3 and not placed:
+        closest = field(pub, "closest")
+        if near.get("points") and not near.get("verified"):
+            reasons.append(
+                _reason("held back by", "near points read only second-hand (NOT VERIFIED)")
+            )
+        elif closest and closest.get("kind") == "analogue" and not near.get("points"):
+            reasons.append(_reason("held back by", "analogues only"))
+        elif not closest and not near:
+            reasons.append(_reason("held back by", "no comparable published point"))
+    if run.get("verdict") == "untested" and run.get("synthetic"):
+        reasons.append(_reason("held back by", "a synthetic input"))
+    return Certainty(cid, max(1, min(4, level)), tuple(reasons))
+
+
+def certainties(
+    result: str, readings: Iterable[Mapping[str, Any]], registry: Registry | None = None
+) -> list[Certainty]:
+    """The certainty of each claim of ``result`` with readings, in registry order."""
+    rs, claims = list(readings), (registry or load_claims()).for_result(result)
+    mine = [(c, [r for r in rs if r.get("claim_id") == c.id]) for c in claims]
+    return [certainty(of, c) for c, of in mine if of]
+
 
 ORDER: tuple[str, ...] = ("physics", "published", "this run")
 #: Most characters of a basis a sentence names; words of a reason standing for a margin; words
@@ -43,7 +208,7 @@ SAY: dict[tuple[str, str], str] = {
 PLACED_WORDS = ("consistent", "above published", "below published")
 #: The default deployment (named once in the landing page's note, not in every row).
 DEFAULT_DEPLOYMENT = "attention data-parallel"
-#: GRADE's four plain grades, lowest first: level 1-4 of :mod:`rackbook.results.certainty`.
+#: GRADE's four plain grades, lowest first: level 1-4 of :func:`certainty`.
 PLAIN_GRADES: tuple[str, ...] = ("very low", "low", "moderate", "high")
 #: What each verdict word means, for the landing's key.
 VERDICT_WORDS: dict[str, str] = {
@@ -129,8 +294,8 @@ def _short_basis(r: Mapping[str, Any]) -> str:
 
 def _attainable(r: Mapping[str, Any], named: bool = True) -> str:
     """The expected (else attainable) estimate as a ``; ...`` clause (``named``: the deployment)."""
-    a = ct.field(r, "attainable")
-    expected = brief(ct.field(a, "expected"))
+    a = field(r, "attainable")
+    expected = brief(field(a, "expected"))
     if expected:
         return f"; {expected}"
     dep = str(a.get("deployment_name") or "")
@@ -171,7 +336,7 @@ def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> 
     if kind != "published":
         return head
     if r.get("verdict") == "none published":
-        analogue = ct.field(r, "closest").get("kind") == "analogue"
+        analogue = field(r, "closest").get("kind") == "analogue"
         return head + (" (only analogues, which do not decide)" if analogue else "")
     if _margin(r):
         return f"{head}: {_margin(r)}"
@@ -182,7 +347,7 @@ def _body(kind: str, f: str, r: Mapping[str, Any], hw: str, of: str = POINT) -> 
 def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
     """A published reading per basis: the bases physics rules out, then one sentence per
     verdict (and kind of point) naming its bases."""
-    entries, out = ct.entries(r), []
+    entries, out = bases_of(r), []
     gone = [e for e in entries if e.get("ruled_out")]
     if gone and len(gone) < len(entries):
         names = _names([str(e.get("name") or "?") for e in gone])
@@ -196,9 +361,8 @@ def _per_basis(figure: str, r: Mapping[str, Any]) -> list[str]:
         if verdict == "none published":
             every = len(es) == len(entries)
             where = f" on any of its {len(es)} plausible bases" if len(es) > 1 else ""
-            where, near = (
-                (where, r.get("closest")) if every else (f" as {names}", es[0].get("closest"))
-            )
+            where, holder = (where, r) if every else (f" as {names}", es[0])
+            near = holder.get("closest")
             aside = f" (closest, which does not decide: {_closest(near)})" if near else ""
             out.append(f"No like-for-like measurement is published{where}{aside}.")
             continue
@@ -224,7 +388,7 @@ def conclude(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Conclusion:
                 basis = _short_basis(r)
                 body = _body(kind, named, r, hardware)
                 sentences.append(f"As {basis}, {body}." if basis else _cap(body) + ".")
-            near = near_text(ct.field(r, "near")) if kind == "published" else ""
+            near = near_text(field(r, "near")) if kind == "published" else ""
             sentences += [_cap(near) + "."] if near else []
     if not sentences:
         sentences.append(f"{figure} has not been read yet: run the chapter.")
@@ -254,8 +418,8 @@ def _impossible(bases: list[tuple[str, Any, str, str]]) -> str:
 
 def _ruled_out(pub: Mapping[str, Any]) -> str:
     bases = []
-    for e in (e for e in ct.entries(pub) if e.get("ruled_out")):
-        by = ct.field(e, "ruled_by")
+    for e in (e for e in bases_of(pub) if e.get("ruled_out")):
+        by = field(e, "ruled_by")
         name, ceiling = f"\u201c{e.get('name') or '?'}\u201d", f"{by.get('limit')} ceiling"
         bases.append((name, by.get("ratio"), str(by.get("gpu") or ""), ceiling))
     return _impossible(bases)
@@ -276,7 +440,7 @@ def _physics_said(r: Mapping[str, Any]) -> str:
 
 def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
     """The bases physics rules out, else what the specifications give, else :func:`say`'s."""
-    margin, ruled, d = _margin(r), _ruled_out(pub), ct.field(r, "derived")
+    margin, ruled, d = _margin(r), _ruled_out(pub), field(r, "derived")
     if ruled:
         parts = [ruled] + ([margin] if margin and r.get("verdict") == "undetermined" else [])
         return "; ".join(parts + [f"possible as {b}" for b in _possible_as(r)])
@@ -290,7 +454,7 @@ def _physics_finding(r: Mapping[str, Any], pub: Mapping[str, Any]) -> str:
 
 
 def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
-    entries = [e for e in ct.entries(r) if not e.get("ruled_out")] or [r]
+    entries = [e for e in bases_of(r) if not e.get("ruled_out")] or [r]
     placed = [e for e in entries if e.get("verdict") in PLACED]
     if not placed:
         return ""
@@ -304,7 +468,7 @@ def _placed(r: Mapping[str, Any], margin: bool = True) -> str:
 
 
 def _near_finding(r: Mapping[str, Any]) -> str:
-    c, near = ct.field(r, "closest"), ct.field(r, "near")
+    c, near = field(r, "closest"), field(r, "near")
     lo, hi = near.get("ratio_low"), near.get("ratio_high")
     closest = c.get("kind") == "near" and bool(point_ratio(c))
     if near.get("points") and _is_num(lo) and _is_num(hi):
@@ -343,23 +507,23 @@ def _word(rs: Mapping[str, Mapping[str, Any]]) -> str:
         return str(run["verdict"])
     if phys.get("verdict") == "impossible":
         return "impossible as stated"
-    if any(e.get("ruled_out") for e in ct.entries(pub)):
+    if any(e.get("ruled_out") for e in bases_of(pub)):
         return "depends on what is counted"
-    placed = [str(e.get("verdict")) for e in ct.entries(pub) or [pub] if e.get("verdict") in PLACED]
+    placed = [str(e.get("verdict")) for e in bases_of(pub) or [pub] if e.get("verdict") in PLACED]
     if placed:
         return "consistent" if placed[0] == "within" else f"{placed[0]} published"
-    if ct.field(phys, "derived").get("exact"):
+    if field(phys, "derived").get("exact"):
         return "exact"
     return "plausible" if phys.get("verdict") == "possible" else "unsettled"
 
 
 def supported_basis(pub: Mapping[str, Any]) -> str:
     """``the evidence supports <basis>, <step>: 0.847x to 1.16x the 2 near points``, or empty."""
-    near = ct.field(pub, "near")
+    near = field(pub, "near")
     lo, hi, pts = near.get("ratio_low"), near.get("ratio_high"), near.get("points") or []
     if not pts or not _is_num(lo) or not _is_num(hi) or not lo <= 1 <= hi:
         return ""
-    entry = next((e for e in ct.entries(pub) if e.get("name") == near.get("basis")), {})
+    entry = next((e for e in bases_of(pub) if e.get("name") == near.get("basis")), {})
     if not entry.get("conversion"):
         return ""
     name = str(near.get("head") or near["basis"])
@@ -369,14 +533,14 @@ def supported_basis(pub: Mapping[str, Any]) -> str:
     ratios = f"{span_text(lo, hi, 'x')} the {len(pts)} near points"
     out = f"the evidence supports {name}" + (f", {step}: {ratios}" if step else f": {ratios}")
     out += "" if step else f" ({span})"
-    lp = ct.field(pub, "list_price")
+    lp = field(pub, "list_price")
     if _is_num(lp.get("ratio")):
         out += f"; {ratio_text(lp['ratio'])} the highest list price (${lp['value']:,.2f}/GPU-hour)"
     return out
 
 
 def _condition(phys: Mapping[str, Any]) -> str:
-    cond, wl = ct.field(phys, "condition"), ct.field(phys, "workload")
+    cond, wl = field(phys, "condition"), field(phys, "workload")
     if not cond:
         return ""
     isl, osl = (round(wl.get(n) or 0) for n in ("isl", "osl"))
@@ -389,7 +553,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     """The landing's finding (within :data:`FINDING_WORDS`): the decisive physics clause, the
     published placing or near points, a run on the claim's hardware, the supported basis."""
     phys, pub, run = rs.get("physics", {}), rs.get("published", {}), rs.get("this run", {})
-    nothing = pub.get("verdict") == "none published" and not ct.field(pub, "near").get("points")
+    nothing = pub.get("verdict") == "none published" and not field(pub, "near").get("points")
     none = "nothing comparable is published" if nothing else ""
     placed = _placed(pub)
     published = placed or _near_finding(pub)

@@ -1,54 +1,815 @@
-"""Published evidence: each claim beside measurements of comparable systems, read on each of its
-named bases; second-hand figures never decide. Units: the claim's, tok/s/GPU, tok/s per user."""
+"""Published evidence: the published points as rows (the published traces' rows, figures
+converted or derived from them, and ``figures.yaml``'s), each in the unit of the claim it bears
+on, with its basis; each claim beside them, read on each of its named bases; second-hand figures
+never decide. Comparability: the parts a point must share with a claim's named basis to decide
+(:data:`DECISIVE`), the bases a claim can mean (:data:`PLAUSIBLE`) and when physics rules one
+out, and when a related measurement is near evidence (:class:`Near`). Units: the claim's own;
+``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."""
 
 from __future__ import annotations
 
 import dataclasses
+import email
 import functools
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from rackbook import paths
 from rackbook.core import basis as basis_mod
-from rackbook.core.basis import Difference
-from rackbook.core.units import plural
-from rackbook.inputs import catalogs
+from rackbook.core import jsliteral, traces
+from rackbook.core.basis import Basis, Difference
+from rackbook.core.units import plural, ratio_text
+from rackbook.inputs import catalogs, loader
 from rackbook.inputs import claims as claims_registry
-from rackbook.inputs import claims as figures_registry
-from rackbook.results import comparability as cmp
-from rackbook.results import published_rows as pr
-from rackbook.results.certainty import MODELLED_NOTE
-from rackbook.results.comparability import DECISIVE, as_basis
+from rackbook.physics import check as physics_check
 from rackbook.results.headline import VOCABULARY, ClaimReading
-from rackbook.results.published_rows import text_or_none, unit_family, value_text
 from rackbook.results.registry import ChapterTable
+
+T = TypeVar("T")
+#: Shipped published traces (folders under data/published/): MLPerf Inference v6.1 DeepSeek-R1
+#: token-rate rows, SGLang cookbook DeepSeek-V4 cells.
+SHIPPED = ("mlperf-v6.1-dsr1", "sglang-cookbook-v4")
+
+
+PER_GPU, PER_USER = "tok/s/GPU", "tok/s per user"
+
+
+def per_gpu_unit(tokens: str) -> str:
+    """A per-GPU throughput's unit by the tokens counted: ``output``/``input`` or total."""
+    prefix = {"output": "output ", "new input": "input ", "input incl. cached": "input "}
+    return prefix.get(tokens, "") + PER_GPU
+
+
+def unit_family(unit: str) -> str:
+    """Units differing only in the tokens they name (``output tok/s/GPU``) are one family."""
+    return PER_GPU if unit.endswith(PER_GPU) else unit
+
+
+#: Columns of :func:`published_points`, in order.
+POINT_COLUMNS: list[str] = (
+    "id claim_id result kind role used value unit as_published verified submitter system "
+    "hardware gpus model precision engine engine_version scenario isl osl concurrency "
+    "speculative tok_s_per_gpu tok_s_per_user url date quote notes source comparable basis "
+    "conversion price_kind superseded"
+).split()
+
+
+def number_text(v: float) -> str:
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}" if a >= 10_000 else f"{v:,.1f}".removesuffix(".0")
+    return f"{v:.4g}"
+
+
+def value_text(v: float, unit: str) -> str:
+    """``v`` with its unit: ``8.95x``, ``$3.96/GPU-hour``, ``11,056 tok/s/GPU``, ``0.9919``."""
+    if unit == "x":
+        return ratio_text(v)
+    if unit.startswith("$/"):
+        return f"${v:,.2f}/{unit[2:]}"
+    if unit == "1":
+        return f"{v:.4g}"
+    if unit == "%":
+        return f"{v:.3g} %"
+    return f"{number_text(v)} {unit}"
+
+
+def span_text(lo: float, hi: float, unit: str) -> str:
+    """``lo`` to ``hi`` in ``unit`` (:func:`value_text`; one value where they agree)."""
+    one = value_text(lo, unit)
+    return one if lo == hi else f"{one} to {value_text(hi, unit)}"
+
+
+def claim_over(lo: float, hi: float, them: str = "them") -> str:
+    """``the claim 0.883x to 0.917x them`` (one ratio where they agree)."""
+    ratio = ratio_text(lo) if lo == hi else f"{ratio_text(lo)} to {ratio_text(hi)}"
+    return f"the claim {ratio} {them}"
+
+
+def point_value(c: Mapping[str, Any]) -> str:
+    """A closest point's value or its tied spread: ``8.61x to 8.95x (4 points equally close)``."""
+    tied, lo, hi, unit = c.get("tied") or (), c.get("low"), c.get("high"), str(c.get("unit") or "")
+    if tied and lo is not None and hi is not None and lo != hi:
+        return f"{span_text(lo, hi, unit)} ({len(tied) + 1} points equally close)"
+    v = c.get("value")
+    return value_text(v, unit) if isinstance(v, (int, float)) else ""
+
+
+def point_ratio(c: Mapping[str, Any]) -> str:
+    """``, the claim 0.883x to 0.917x them`` (``it`` for one point)."""
+    lo, hi = c.get("ratio_low"), c.get("ratio_high")
+    if not isinstance(c.get("ratio"), (int, float)):
+        return ""
+    if c.get("tied") and lo is not None and hi is not None and lo != hi:
+        return ", " + claim_over(lo, hi)
+    return ", " + claim_over(c["ratio"], c["ratio"], "it")
+
+
+def or_none(v: object, cast: Callable[[Any], T]) -> T | None:
+    """``cast(v)``, or None for None, NA and NaN."""
+    return None if v is None or pd.isna(v) else cast(v)  # type: ignore[call-overload]
+
+
+text_or_none = functools.partial(or_none, cast=str)
+int_or_none = functools.partial(or_none, cast=int)
+float_or_none = functools.partial(or_none, cast=float)
+
+
+@functools.lru_cache(maxsize=4)
+def trace_points(root: str) -> pd.DataFrame:
+    frames = [
+        traces.read_trace(Path(root) / n, itl=False).extra["published_points"].assign(source=n)
+        for n in SHIPPED
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+@functools.lru_cache(maxsize=4)
+def registries(root: str) -> tuple[claims_registry.Registry, claims_registry.FigureRegistry]:
+    reg = claims_registry.load_claims(Path(root) / "claims.yaml")
+    return reg, claims_registry.load_figures(Path(root) / "published" / "figures.yaml", reg)
+
+
+_DEFAULTS = dict.fromkeys(POINT_COLUMNS) | dict(role="measurement", verified=True, kind="published")
+
+
+def setup_text(r: pd.Series) -> str:
+    """A point's setup as stated: ``concurrency 1, 4,096 in / 1,024 out, speculation X, date``."""
+    conc, isl, osl = (int_or_none(r.get(k)) for k in ("concurrency", "isl", "osl"))
+    parts = [f"concurrency {conc:,}" if conc is not None else ""]
+    parts.append(f"{isl:,} in / {osl:,} out" if isl and osl else "")
+    spec = text_or_none(r.get("speculative"))
+    parts.append("" if spec in (None, "not stated") else f"speculation {spec}")
+    parts.append(text_or_none(r.get("date")) or "")
+    return ", ".join(p for p in parts if p)
+
+
+#: Columns a point takes as its source states them.
+_AS_STATED = (
+    "submitter system hardware model precision engine engine_version speculative url date"
+).split()
+
+
+def _from_trace_row(r: pd.Series) -> dict[str, object]:
+    conc = int_or_none(r["concurrency"])
+    single = r["source"] == "sglang-cookbook-v4" and conc == 1
+    b = trace_row_basis(r, per_user=single)
+    value = float(r["tok_s_per_user"]) if single else float(r["tok_s_per_gpu"])
+    unit = PER_USER if single else per_gpu_unit(b.tokens)
+    if single:
+        stat = text_or_none(r["latency_statistic"]) or "median"
+        shown = f"{stat} TPOT {r[f'tpot_{stat}_s'] * 1000:.3g} ms"
+    elif r["per_gpu_basis"].startswith("computed"):
+        shown = f"{number_text(float(r['tok_s_total']))} tok/s on {int(r['gpus'])} GPUs"
+    else:
+        shown = value_text(value, unit)
+    row = {k: r[k] for k in (*_AS_STATED, "scenario", "notes", "source")}
+    row |= {k: int_or_none(r[k]) for k in ("gpus", "isl", "osl", "concurrency")}
+    row |= dict(id=f"{r['source']}:{r['point_id']}", value=value, unit=unit, as_published=shown)
+    row["claim_id"] = "single-user.throughput" if single else "rack-scaling.throughput"
+    row |= dict(tok_s_per_gpu=float(r["tok_s_per_gpu"]), basis=b)
+    return _DEFAULTS | row | {"tok_s_per_user": float_or_none(r["tok_s_per_user"])}
+
+
+def trace_row_basis(r: pd.Series, per_user: bool = False) -> basis_mod.Basis:
+    """A trace row's basis: per GPU, or with ``per_user`` one user's decode speed (1000 / TPOT)."""
+    spec = str(r["speculation_kind"])
+    b: dict[str, Any] = dict(metric="throughput", per="GPU", statistic="rate")
+    b["tokens"] = str(r["tokens_counted"])
+    if per_user:
+        stat = text_or_none(r["latency_statistic"]) or "-"
+        b = dict(metric="per-user decode speed", tokens="output", per="user", statistic=stat)
+    b |= {k: str(r[k]) for k in ("workload", "model", "hardware", "engine")}
+    b |= {k: int_or_none(r[k]) for k in ("isl", "osl", "concurrency")}
+    b |= dict(gpus=str(r["gpus_counted"]), gpu_count=int_or_none(r["gpus"]), speculation=spec)
+    b["serving"] = text_or_none(r["serving"]) or basis_mod.UNKNOWN  # the source does not say
+    b["engine_version"] = text_or_none(r["engine_version"])
+    b["spec_method"] = text_or_none(r["speculative"]) if spec in ("real", "simulated") else None
+    return basis_mod.make(b)
+
+
+def converted_rows(r: pd.Series) -> list[dict[str, object]]:
+    """A trace row re-read as output tokens per GPU (id suffix ``#output``), if it can be."""
+    if r["source"] == "sglang-cookbook-v4" and int_or_none(r["concurrency"]) == 1:
+        return []
+    out_gpu = float_or_none(r["output_tok_s_per_gpu"])
+    if out_gpu is None:
+        return []
+    value, rule = out_gpu, "output per GPU as published (metrics.output_tput_per_gpu)"
+    if r["source"] == "sglang-cookbook-v4":
+        rule = "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
+    elif r["workload"] == "agentic trace":  # InferenceX AgentX divides by all the run's GPUs
+        rule = "output per GPU as published (AgentX: over all the run's GPUs)"
+    elif r["serving"] == "disaggregated":
+        dec, gpus = int_or_none(r["decode_gpus"]), int_or_none(r["gpus"])
+        if dec is None or gpus is None:
+            return []
+        value, rule = out_gpu * dec / gpus, "output per GPU of the deployment = output per "
+        rule += f"decode GPU x {dec} decode / {gpus} GPUs"
+    row = _from_trace_row(r)
+    row |= dict(id=f"{row['id']}#output", value=value, unit=per_gpu_unit("output"), conversion=rule)
+    row["as_published"] = f"{number_text(float(r['tok_s_per_gpu']))} total tok/s/GPU, converted"
+    row["basis"] = dataclasses.replace(row["basis"], tokens="output")  # type: ignore[type-var]
+    return [row]
+
+
+#: MLPerf system sizes set against each other for the rack/node ratio (GPUs).
+RACK_GPUS, NODE_GPUS = 72, 8
+
+
+def mlperf_ratios(points: pd.DataFrame) -> list[dict[str, object]]:
+    """``Result(72) / Result(8)`` of each MLPerf submitter, hardware, model and scenario."""
+    ml = points[points["source"] == "mlperf-v6.1-dsr1"]
+    out = []
+    for (sub, hw, model, scen), g in ml.groupby(["submitter", "hardware", "model", "scenario"]):
+        rack, node = (g[g["gpus"] == n] for n in (RACK_GPUS, NODE_GPUS))
+        if len(rack) != 1 or len(node) != 1:
+            continue
+        r, n = rack.iloc[0], node.iloc[0]
+        ratio = float(r["tok_s_total"]) / float(n["tok_s_total"])
+        b = dataclasses.replace(trace_row_basis(r), metric="rack/node throughput ratio")
+        b = dataclasses.replace(b, per="deployment", counting=f"{RACK_GPUS} GPUs over {NODE_GPUS}")
+        shown = f"{number_text(float(r['tok_s_total']))} / {number_text(float(n['tok_s_total']))}"
+        row = {k: r[k] for k in ("precision", "engine", "engine_version", "url", "date", "source")}
+        row |= dict(submitter=sub, hardware=hw, gpus=RACK_GPUS, model=model, scenario=scen)
+        row |= dict(value=ratio, unit="x", as_published=f"{shown} tok/s", basis=b, notes=_RATIO)
+        row["id"] = f"mlperf-v6.1-dsr1:{sub}/{scen}/{RACK_GPUS}v{NODE_GPUS}"
+        row |= dict(claim_id="rack-scaling.speedup", system=f"{r['system']} vs {n['system']}")
+        out.append(_DEFAULTS | row)
+    return out
+
+
+_RATIO = (
+    "ratio of two published rows computed here: 72 GPUs over 8 (two 4-GPU GB300 trays); linear "
+    "would be 9x. MLPerf does not say whether the 72-GPU system serves as one deployment or as "
+    "independent replicas (e.g. 9 of 8 GPUs): as replicas the ratio counts replicas"
+)
+
+
+def _from_figure(f: claims_registry.Figure) -> dict[str, object]:
+    value, unit = f.value, f.unit
+    if f.claim == "single-user.throughput" and f.unit == "ms":
+        value, unit = 1000.0 / f.value, PER_USER
+    elif unit.endswith(PER_GPU):  # the tokens counted are named by the basis
+        unit = per_gpu_unit(f.figure_basis.tokens)
+    same = [k for k in _AS_STATED if k != "system"] + "gpus isl osl concurrency quote".split()
+    row = {k: getattr(f, k) for k in (*same, "notes", "role", "verified", "price_kind")}
+    row["superseded"] = f.superseded
+    row |= dict(id=f"figures:{f.id}", claim_id=f.claim, value=value, unit=unit)
+    row |= dict(as_published=value_text(f.value, f.unit), basis=f.figure_basis)
+    row |= dict(tok_s_per_gpu=value if unit_family(unit) == PER_GPU else None)
+    return _DEFAULTS | row | dict(tok_s_per_user=f.tok_s_per_user, source="figures.yaml")
+
+
+#: vLLM's DeepSeek-V4.1-Flash prefill-TTFT table (verbatim excerpt) and its source file.
+PREFILL_TABLE = "data/published/sources/vllm-dsv41-prefill-ttft.js"
+PREFILL_SOURCE = "data/published/sources/vllm-dsv41-prefill-ttft-SOURCE.txt"
+
+
+_TTFT = Annotated[float, Field(gt=0, strict=True)]  # ms
+
+
+class PrefillCell(BaseModel):
+    """One cell of the prefill-TTFT table: TTFT in ms with replay off, eager, CUDA graphs."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    prompt: str = Field(alias="p")
+    off_ms: _TTFT = Field(alias="off")
+    eager_ms: _TTFT = Field(alias="eager")
+    graph_ms: _TTFT = Field(alias="graph")
+    cfg: str = ""
+    gpus: int = 0
+
+    @property
+    def gain_pct(self) -> float:
+        """Gain in % of replay with CUDA graphs over replay off: off / graph - 1."""
+        return (self.off_ms / self.graph_ms - 1.0) * 100.0
+
+
+class _Panel(BaseModel):
+    cfg: str = Field(pattern=r"^[A-Z]+[1-9][0-9]*$")
+    rows: list[PrefillCell] = Field(min_length=1)
+
+
+class _PrefillTable(loader.Strict):
+    DATA: list[_Panel] = Field(min_length=1)
+
+
+def load_prefill_table(path: str | Path | None = None) -> list[PrefillCell]:
+    """The cells of the prefill-TTFT table (default :data:`PREFILL_TABLE`); InputError if bad."""
+    p = paths.resolve(path or PREFILL_TABLE)
+    shown = loader.display_path(p)
+    data = jsliteral.parse_js_export(p.read_text(encoding="utf-8"), "DATA", shown)
+    table = loader.validate(_PrefillTable, {"DATA": data}, shown)
+    n = {t.cfg: int(re.sub("[A-Z]", "", t.cfg)) for t in table.DATA}  # TP4: 4 GPUs
+    return [c.model_copy(update=dict(cfg=t.cfg, gpus=n[t.cfg])) for t in table.DATA for c in t.rows]
+
+
+def source_fields(path: str | Path) -> dict[str, str]:
+    """The ``key: value`` fields of a SOURCE.txt (mail-header syntax: indented lines continue)."""
+    msg = email.message_from_string(paths.resolve(path).read_text(encoding="utf-8"))
+    return {k: " ".join(v.split()) for k, v in msg.items()}
+
+
+def prefill_rows(data: str) -> list[dict[str, object]]:
+    """The prefill-TTFT table as points of prefill-gain.gain (%), per configuration and prompt."""
+    root = Path(data) / "published" / "sources"
+    src = source_fields(root / Path(PREFILL_SOURCE).name)
+    same = dict(model="DeepSeek-V4.1-Flash", hardware="GB200", engine="vLLM")
+    basis: dict[str, Any] = dict(metric="relative prefill throughput gain", per="-", context=0)
+    basis |= dict(tokens="new input", gpus="deployment", workload="fixed lengths", speculation="-")
+    basis |= dict(statistic="median", serving="aggregated") | same
+    common = _DEFAULTS | same | dict(unit="%", concurrency=1, claim_id="prefill-gain.gain")
+    common |= dict(submitter="vLLM (Inferact and the vLLM team)", url=src.get("source"))
+    common |= dict(date=src.get("date", "").split(" ")[0] or None, conversion=_PREFILL_RULE)
+    common["source"] = Path(PREFILL_TABLE).name
+    out = []
+    for c in load_prefill_table(root / Path(PREFILL_TABLE).name):
+        off, eager, graph = c.off_ms, c.eager_ms, c.graph_ms
+        row: dict[str, object] = dict(id=f"vllm-dsv41-prefill-ttft:{c.cfg}/{c.prompt}")
+        row |= dict(value=c.gain_pct, gpus=c.gpus, system=f"{c.cfg}, {c.prompt} prompt")
+        row["as_published"] = f"TTFT {number_text(off)} ms off, {number_text(graph)} ms graphs"
+        row["quote"] = f'{{ p: "{c.prompt}", off: {off:g}, eager: {eager:g}, graph: {graph:g} }}'
+        row["notes"] = (
+            f"{c.cfg}: single request, prefix caching off, median of 3 runs on GB200; replay on "
+            f"with an eager decoder: {(off / eager - 1) * 100:+.1f} %"
+        )
+        out.append(common | row | {"basis": basis_mod.make(basis | {"gpu_count": c.gpus})})
+    return out
+
+
+_PREFILL_RULE = (
+    "gain on the same new tokens = TTFT replay off (off) / TTFT replay + decoder CUDA graphs "
+    "(graphs) - 1 (one request: its rate is its tokens over its TTFT)"
+)
+
+
+#: The figures the token-value basis reads (figures.yaml ids) and the claims it joins.
+TOKEN_VALUE = {
+    "hit": "deepseek-api.v41flash-cache-hit-offpeak",
+    "miss": "deepseek-api.v41flash-cache-miss-offpeak",
+    "output": "deepseek-api.v41flash-output-offpeak",
+    "input_tokens": "vllm-agentx-post.median-input",
+    "output_tokens": "vllm-agentx-post.median-output",
+    "hit_shares": ("vllm-agentx-post.prefix-cache-hit", "vllm-agentx-post.theoretical-hit"),
+}
+THROUGHPUT_CLAIM, COST_CLAIM = "rack-scaling.throughput", "rack-scaling.cost"
+
+
+def token_value_per_gpu_hour(
+    tok_s_per_gpu: float,
+    output_share: float,
+    hit_share: float,
+    usd_per_m: tuple[float, float, float],
+) -> float:
+    """US dollars per GPU-hour the tokens are worth: ``tok_s_per_gpu`` x 3600 / 1e6 M tokens,
+    ``output_share`` output, ``hit_share`` of input cached; ``usd_per_m`` = (hit, miss, output)
+    $ per million tokens."""
+    hit, miss, out = usd_per_m
+    per_m = output_share * out + (1 - output_share) * (hit_share * hit + (1 - hit_share) * miss)
+    return tok_s_per_gpu * 3600 / 1e6 * per_m
+
+
+def token_value_rows(data: str) -> list[dict[str, object]]:
+    """The rack claim's throughput in $/GPU-hour at DeepSeek's off-peak API prices, per hit rate."""
+    reg, figs = registries(data)
+    g = {k: figs.get(v) for k, v in TOKEN_VALUE.items() if isinstance(v, str)}
+    prices = (g["hit"].value, g["miss"].value, g["output"].value)
+    n_in, n_out = g["input_tokens"].value, g["output_tokens"].value
+    out_share = n_out / (n_in + n_out)
+    tok_s = float(reg.get(THROUGHPUT_CLAIM).value or 0.0)
+    basis: dict[str, Any] = dict(metric="token value per GPU-hour", per="GPU")
+    basis["tokens"] = "input incl. cached+output"
+    basis |= dict(gpus="deployment", gpu_count=None, workload="agentic trace", speculation="-")
+    basis |= dict(statistic="value", serving="-", model="DeepSeek-V4.1-Flash", hardware="-")
+    b = basis_mod.make(basis | {"engine": "-"})
+    miss, out = g["miss"], []
+    for hid in TOKEN_VALUE["hit_shares"]:
+        h = figs.get(hid)
+        row: dict[str, object] = dict(url=miss.url, date=miss.date, quote=miss.quote)
+        row["model"] = "DeepSeek-V4.1-Flash"
+        row |= dict(id=f"token-value:{THROUGHPUT_CLAIM}/hit{h.value:g}", claim_id=COST_CLAIM)
+        row["value"] = token_value_per_gpu_hour(tok_s, out_share, h.value / 100, prices)
+        row["as_published"] = (
+            f"{number_text(tok_s)} tok/s/GPU at ${prices[0]:g} / ${prices[1]:g} / "
+            f"${prices[2]:g} per M (hit / miss / output)"
+        )
+        row["verified"] = all(f.verified for f in (*g.values(), h))
+        row["submitter"] = "DeepSeek API list prices x AgentX mix (computed here)"
+        row["notes"] = (
+            f"output share {n_out:g} / ({n_in:g} + {n_out:g}); cache hits {h.value:g} % of input "
+            f"({h.url}); off-peak prices (peak: twice)"
+        )
+        row |= dict(unit="$/GPU-hour", source="figures.yaml", basis=b, price_kind="list price")
+        out.append(_DEFAULTS | row | {"conversion": _TOKEN_VALUE_RULE})
+    return out
+
+
+_TOKEN_VALUE_RULE = (
+    "value = tok/s/GPU x 3600 / 1e6 x (output share x output price + input share x (hit share x "
+    "hit price + miss share x miss price))"
+)
+
+
+def load_rows(data: str) -> pd.DataFrame:
+    """Every published point under ``data`` (``comparable`` and ``used`` left to the reading)."""
+    reg, figs = registries(data)
+    raw = trace_points(str(Path(data) / "published"))
+    rows = [x for _, r in raw.iterrows() for x in (_from_trace_row(r), *converted_rows(r))]
+    rows += [*mlperf_ratios(raw), *prefill_rows(data), *token_value_rows(data)]
+    rows += [_from_figure(f) for f in figs.figures]
+    df = pd.DataFrame(rows, columns=POINT_COLUMNS).astype({"value": float, "verified": bool})
+    df["result"] = [reg.get(c).result for c in df["claim_id"]]
+    for c in ("gpus", "isl", "osl", "concurrency"):
+        df[c] = pd.array([int_or_none(v) for v in df[c]], dtype="Int64")
+    return df
+
+
+#: What a published margin resting on cost models' prices ends with (evidence writes it).
+MODELLED_NOTE = " (modelled prices, not measurements)"
+#: A candidate point of a named basis: (row, differences, the decisive ones).
+Candidate = tuple[pd.Series, list[Difference], list[Difference]]
+
+#: Parts in which a point must agree with the claim's named basis to decide (chapters declare).
+DECISIVE: Mapping[str, tuple[str, ...]] = ChapterTable("DECISIVE")
+#: Each part's weight in a point's distance from the claim's basis (summed over differences).
+WEIGHTS: dict[str, float] = dict(metric=10, tokens=10, per=10, counting=3, gpus=3, model=4)
+WEIGHTS |= dict(hardware=2, gpu_count=2, concurrency=2, context=2, workload=1, speculation=1)
+WEIGHTS |= dict(statistic=1, engine=1, serving=0.5)
+
+
+@dataclass(frozen=True)
+class Plausible:
+    """One plausible basis of a claim: the parts it fills in, the figure's factor, the ``phase``
+    whose ceilings bound it, a claim dividing it; a ``cross_check`` never decides."""
+
+    name: str
+    changes: tuple[tuple[str, object], ...] = ()
+    scale: float = 1.0
+    conversion: str = ""
+    phase: str | None = None
+    divide_by: str | None = None
+    max_gpus: int | None = None
+    cross_check: bool = False
+    head: str = ""
+
+
+def scale_of(plaus: Plausible) -> float:
+    """``scale``, divided by the figure of the claim ``divide_by`` names if any."""
+    if plaus.divide_by is None:
+        return plaus.scale
+    other = registries(str(paths.DATA))[0].get(plaus.divide_by).value
+    return plaus.scale / float(other) if other else float("nan")
+
+
+#: Token kinds a throughput counts: (words, basis tokens, the phase bounding it; counted cache
+#: hits cost no GEMM: none).
+_TOKENS = (
+    ("output tokens", "output", "decode"),
+    ("input + output, cached prefix not counted", "input+output", "prefill"),
+    (
+        "input + output counting each turn's re-read cached prefix",
+        "input incl. cached+output",
+        None,
+    ),
+)
+#: The claim reading the rack against a node (at most NODE_GPUS: HGX; a tray has 4).
+SPEEDUP_CLAIM = "rack-scaling.speedup"
+#: GPUs of one cloud instance of a GB300 NVL72 rack (a compute tray).
+INSTANCE_GPUS = 4
+_NODE = "the node's throughput per GPU (the speed-up read as a per-GPU ratio)"
+_RACK = f"a rack total over {RACK_GPUS} GPUs"
+_TOTAL = dict(scale=1 / RACK_GPUS, head=_RACK)
+_TOTAL["conversion"] = f"the figure read as the rack's total, divided by its {RACK_GPUS} GPUs"
+
+
+def _on(name: str, part: str, value: object, **kw: Any) -> Plausible:
+    """A plausible basis that sets one ``part`` to ``value``."""
+    return Plausible(name, ((part, value),), **kw)
+
+
+#: Claims whose write-up leaves a part of the basis that matters unknown: one reading per basis.
+PLAUSIBLE: dict[str, tuple[Plausible, ...]] = {
+    "rack-scaling.throughput": (
+        *(_on(f"per GPU, {n}", "tokens", t, phase=ph, head="per GPU") for n, t, ph in _TOKENS),
+        Plausible(
+            f"{_NODE}, {_TOKENS[2][0]}",
+            (("tokens", _TOKENS[2][1]), ("gpu_count", None)),
+            conversion="the figure read per GPU of the rack, and the speed-up as a ratio of "
+            "per-GPU throughputs: the node's throughput per GPU is the figure over the speed-up",
+            divide_by=SPEEDUP_CLAIM,
+            max_gpus=NODE_GPUS,
+            cross_check=True,
+            head=_NODE,
+        ),
+        *(_on(f"{_RACK}, {n}", "tokens", t, phase=ph, **_TOTAL) for n, t, ph in _TOKENS),
+    ),
+    "rack-scaling.speedup": tuple(
+        _on(f"node = {n} (linear scaling would be {72 // g}x)", "counting", f"72 GPUs over {g}")
+        for n, g in (("one 4-GPU GB300 compute tray", 4), ("an 8-GPU HGX-class node", 8))
+    ),
+    "rack-scaling.cost": (
+        _on("a rental price", "metric", "rental price per GPU-hour"),
+        _on("a list (on-demand) price", "metric", "list price per GPU-hour"),
+        _on(
+            "a list price per 4-GPU instance-hour",
+            "metric",
+            "list price per GPU-hour",
+            scale=1 / INSTANCE_GPUS,
+            conversion=f"the figure read as one {INSTANCE_GPUS}-GPU instance's (a GB300 tray's) "
+            f"hourly price, divided by its {INSTANCE_GPUS} GPUs",
+        ),
+        _on("an ownership cost", "metric", "ownership cost per GPU-hour"),
+        _on(
+            "a token value at the model vendor's API prices",
+            "metric",
+            "token value per GPU-hour",
+            conversion="the figure read as what the tokens of the rack claim's throughput, "
+            "per GPU, are worth in an hour at DeepSeek's V4.1-Flash API list prices and "
+            "AgentX's token mix",
+            cross_check=True,
+        ),
+    ),
+    "single-user.throughput": tuple(
+        _on(f"{n} TPOT", "statistic", s) for n, s in (("mean", "mean"), ("median (P50)", "median"))
+    ),
+}
+
+
+def claim_bases(claim: claims_registry.Claim) -> list[tuple[Plausible, basis_mod.Basis]]:
+    """The named bases a claim is read on: its stated one, or its :data:`PLAUSIBLE` ones."""
+    stated = claim.figure_basis
+    named = PLAUSIBLE.get(claim.id, (Plausible("as stated"),))
+    return [(p, stated.replace(**dict(p.changes))) for p in named]
+
+
+#: Claims compared on a few parts only (a price depends on no model, workload or GPU count).
+PARTS: dict[str, tuple[str, ...]] = {"rack-scaling.cost": ("metric", "hardware", "per")}
+#: Parts whose difference makes a point an analogue (so does another GPU generation).
+ANALOGUE_PARTS = ("metric", "tokens", "per", "model")
+
+
+def is_analogue(claim_basis: basis_mod.Basis, point: basis_mod.Basis, diffs: list) -> bool:
+    """True for another quantity, model or GPU generation than the claim's: never decides."""
+    gen = basis_mod.hardware_class
+    other = gen(point.hardware) != gen(claim_basis.hardware)
+    return any(d.part in ANALOGUE_PARTS or (d.part == "hardware" and other) for d in diffs)
+
+
+def differences(cb: basis_mod.Basis, point: basis_mod.Basis, claim_id: str) -> list[Difference]:
+    """How ``point`` differs from the claim's basis ``cb`` in the parts read for ``claim_id``."""
+    parts = PARTS.get(claim_id) or tuple(dict.fromkeys((*DECISIVE[claim_id], *WEIGHTS)))
+    return basis_mod.differences(cb, point, parts)
+
+
+def mismatch(row: pd.Series | dict[str, object], claim: claims_registry.Claim) -> str:
+    """How a point's basis differs from the claim's stated one, in words."""
+    b = row.get("basis")
+    if not isinstance(b, basis_mod.Basis):
+        return "no basis"
+    diffs = differences(claim.figure_basis, b, claim.id)
+    if not diffs:
+        return "same basis as the claim"
+    names = catalogs.display_names()
+    return "differs from the claim in: " + "; ".join(d.named(names) for d in diffs)
+
+
+def score(diffs: Sequence[basis_mod.Difference]) -> float:
+    """Distance in basis: the :data:`WEIGHTS` of the parts differing (1 by default)."""
+    return float(sum(WEIGHTS.get(d.part, 1.0) for d in diffs))
+
+
+@dataclass(frozen=True)
+class RuledOut:
+    """Why physics rules a basis out: its tok/s per GPU is ``ratio`` x the ``limit`` ceiling."""
+
+    tok_s_per_gpu: float
+    phase: str
+    ratio: float
+    limit: str
+    ceiling_tok_s_per_gpu: float
+    gpu: str
+
+    def text(self) -> str:
+        return (
+            f"{number_text(self.tok_s_per_gpu)} computed {self.phase} tok/s per GPU is "
+            f"{ratio_text(self.ratio)} the {self.limit} ceiling of "
+            f"{number_text(self.ceiling_tok_s_per_gpu)} on {self.gpu}"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _physics_rules_out(
+    model: str, hardware: str, gpus: int, per_gpu: float, phase: str, data: str = ""
+) -> RuledOut | None:
+    """Why physics rules out ``per_gpu`` tok/s per GPU of ``phase``, or None (also uncatalogued)."""
+    mid = catalogs.catalog_model_id(model)
+    gid = basis_mod.hardware_key(hardware)
+    if mid is None or gid not in catalogs.load_hardware().gpus:
+        return None
+    c = physics_check.check_claim(mid, gid, gpus, per_gpu, phase=phase)
+    ruled = RuledOut(per_gpu, phase, c.ratio, c.limit, c.ceiling_tok_s_per_gpu, gid.upper())
+    return ruled if c.verdict == "impossible" else None
+
+
+def ruled_out(claim: claims_registry.Claim, plaus: Plausible, value: float) -> RuledOut | None:
+    """Why physics rules this named basis out (every counted token computed), or None."""
+    sc = claim.scope
+    if plaus.phase is None or not (math.isfinite(value) and value > 0):
+        return None
+    if not (sc.model and sc.hardware and sc.gpu_count):
+        return None
+    per_gpu, data = value * scale_of(plaus), str(paths.DATA)  # the catalogs depend on data
+    return _physics_rules_out(sc.model, sc.hardware, int(sc.gpu_count), per_gpu, plaus.phase, data)
+
+
+def model_family(model: str) -> str:
+    """``deepseek-flash`` for DeepSeek-V4.1-Flash and V4-Flash."""
+    k = basis_mod.model_key(model)
+    m = re.match(r"^deepseek-v[0-9.]+-(flash|pro)", k)
+    return f"deepseek-{m.group(1)}" if m else k
+
+
+def stated_differences(claim_basis: basis_mod.Basis, decisive: list) -> list[str]:
+    """The decisive differences' parts that count for near evidence (not model, GPU, unknowns)."""
+    skip = {"model", "hardware"}
+    if claim_basis.speculation == basis_mod.UNKNOWN:
+        skip.add("speculation")
+    return [d.part for d in decisive if d.part not in skip]
+
+
+def is_near(cb: basis_mod.Basis, point: basis_mod.Basis, diffs: list, decisive: list) -> bool:
+    """Near evidence: the same quantity, model family and GPU generation, at most one stated
+    decisive difference. It never decides."""
+    if {d.part for d in diffs} & {"metric", "tokens", "per"}:
+        return False
+    if len(stated_differences(cb, decisive)) > 1 or (
+        point.model != basis_mod.NA and model_family(point.model) != model_family(cb.model)
+    ):
+        return False
+    hw_c, hw_p = cb.hardware, point.hardware
+    if hw_c in (basis_mod.NA, basis_mod.UNKNOWN) or hw_p == basis_mod.NA:
+        return True
+    return basis_mod.hardware_class(hw_p) == basis_mod.hardware_class(hw_c)
+
+
+#: Peak-throughput claims, which a point tuned for latency (at most this concurrency) never
+#: brackets.
+PEAK_THROUGHPUT, LATENCY_CONCURRENCY = ("rack-scaling.throughput",), 32
+
+
+def latency_tuned(r: pd.Series) -> bool:
+    conc = r.get("concurrency")
+    low_conc = conc is not None and not pd.isna(conc) and int(conc) <= LATENCY_CONCURRENCY
+    return "low-latency" in str(r.get("id", "")) or low_conc
+
+
+@dataclass(frozen=True)
+class Near:
+    """One named basis's near points, their spread in ``unit`` and the figure over each end
+    (``ratio_low`` = figure / high). It never decides a verdict."""
+
+    basis: str
+    points: tuple[str, ...]
+    low: float
+    high: float
+    unit: str
+    ratio_low: float | None
+    ratio_high: float | None
+    differences: tuple[str, ...]
+    urls: tuple[str, ...]
+    unverified: tuple[str, ...] = ()
+    superseded: tuple[str, ...] = ()
+    head: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
+
+
+def near_reading(
+    plaus: Plausible, value: float, unit: str, rows: list[Candidate], cb: Basis, claim_id: str
+) -> Near | None:
+    """The near reading of named basis ``plaus``: its candidates that do not decide but are near."""
+    peak = claim_id in PEAK_THROUGHPUT
+    near = [
+        (r, diffs)
+        for r, diffs, dec in rows
+        if (dec or not bool(r["verified"]))
+        and r["role"] == "measurement"
+        and unit_family(str(r["unit"])) == unit_family(unit)
+        and is_near(cb, r["basis"], diffs, dec)
+        and not (peak and latency_tuned(r))
+    ]
+    if not near:
+        return None
+    parts = dict.fromkeys(basis_mod.NAMES.get(d.part, d.part) for _, ds in near for d in ds)
+    kw = spread(value, [float(r["value"]) for r, _ in near])
+    kw["unit"] = unit_family(str(near[0][0]["unit"]))
+    kw |= dict(differences=tuple(parts), urls=tuple(dict.fromkeys(str(r["url"]) for r, _ in near)))
+    kw["unverified"] = tuple(str(r["id"]) for r, _ in near if not bool(r["verified"]))
+    kw["superseded"] = tuple(str(r["id"]) for r, _ in near if text_or_none(r.get("superseded")))
+    ids = tuple(str(r["id"]) for r, _ in near)
+    return Near(plaus.name, ids, head=plaus.head or plaus.name, **kw)
+
+
+def spread(value: float, vals: list[float]) -> dict[str, Any]:
+    """``low`` and ``high`` of ``vals``, and ``value`` over each end (``ratio_low`` = over high;
+    None where ``value`` is not finite or the end is 0)."""
+    lo, hi, ok = min(vals), max(vals), math.isfinite(value)
+    ratios = (value / hi if ok and hi else None, value / lo if ok and lo else None)
+    return dict(low=lo, high=hi, ratio_low=ratios[0], ratio_high=ratios[1])
+
+
+#: How :func:`near_text` introduces near evidence read alone.
+NEAR_LEAD = "near evidence, which does not decide (the same quantity on a sibling model or GPU): "
+
+
+def as_basis(name: str) -> str:
+    return name if name.startswith("as ") else f"as {name}"
+
+
+def side(lo: object, hi: object) -> str:
+    """``inside`` (points on both sides, or at it), ``above``, ``below`` or ``-`` (no ratios)."""
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+        return "-"
+    return "above" if lo > 1 else "below" if hi < 1 else "inside"
+
+
+def near_summary(brs: Sequence[Any], prefer: str | None = None) -> dict[str, object] | None:
+    """Near evidence over bases ``brs`` (``per_basis``); at the top the first holding the figure,
+    else ``prefer``, else the first."""
+    ns = [br.near for br in brs if br.near is not None and not br.ruled_out]
+    if not ns:
+        return None
+    # verified brackets first: a bracket of second-hand points only is shown, never preferred
+    inside = sorted(
+        (n for n in ns if side(n.ratio_low, n.ratio_high) == "inside"),
+        key=lambda n: len(n.points) == len(n.unverified),
+    )
+    preferred = [n for n in ns if n.basis == prefer]
+    top = (inside or preferred or ns)[0]
+    return _bracket(top) | {
+        "bases": [n.basis for n in ns],
+        "per_basis": [_bracket(n) for n in ns],
+        "verified": len(top.points) > len(top.unverified),
+    }
+
+
+def _bracket(n: Near) -> dict[str, object]:
+    d = {k: v for k, v in n.as_dict().items() if k not in ("differences", "urls")}
+    return d | {"position": side(n.ratio_low, n.ratio_high)}
+
+
+def near_text(near: Mapping[str, Any] | None, lead: str = NEAR_LEAD) -> str:
+    """Near points (a :class:`Near`'s dict, or :func:`near_summary`) as one clause: how many,
+    flags, spread, the claim over them, their differences, the basis among several."""
+    if not near or not near.get("points"):
+        return ""
+    pts = near["points"]
+    unv, old = (len(near.get(k) or []) for k in ("unverified", "superseded"))
+    flag = f", {unv} of them NOT VERIFIED" if unv else ""
+    flag += f", {old} superseded by a later source" if old else ""
+    span = span_text(float(near["low"]), float(near["high"]), str(near["unit"]))
+    out = f"{lead}{plural(len(pts), 'near point')}{flag}, {span}"
+    lo, hi = near.get("ratio_low"), near.get("ratio_high")
+    if isinstance(lo, float) and isinstance(hi, float):
+        out += "; " + claim_over(lo, hi, "it" if len(pts) == 1 or lo == hi else "them")
+    out += f" (differing in: {', '.join(near['differences'])})" if near.get("differences") else ""
+    nb = len(near.get("bases") or [])
+    if nb > 1:
+        out += f" {as_basis(str(near['basis']))} (one of {nb} bases with near points)"
+    return out
+
 
 #: The verdict words of the "published evidence" reading; :data:`DEPENDS` where bases disagree.
 VERDICTS: tuple[str, ...] = VOCABULARY["published"]
 DEPENDS = "depends on basis"
 #: The unit a claim's published points are read in, where it is not the claim's own.
-_UNITS = {"rack-scaling.throughput": pr.PER_GPU, "single-user.throughput": pr.PER_USER}
+_UNITS = {"rack-scaling.throughput": PER_GPU, "single-user.throughput": PER_USER}
 
 
 def published_points(result: str | None = None) -> pd.DataFrame:
     """Every published point, one row each (:data:`POINT_COLUMNS`), in its claim's unit."""
     df = _all_points(str(paths.DATA)).copy()
     if result is not None:
-        pr.registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
+        registries(str(paths.DATA))[0].for_result(result)  # unknown result: one-line InputError
         df = df[df["result"] == result]
     return df.reset_index(drop=True)
 
 
 @functools.lru_cache(maxsize=4)
 def _all_points(data: str) -> pd.DataFrame:
-    reg = pr.registries(data)[0]
-    df = pr.load_rows(data)
-    df["comparable"] = [cmp.mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
+    reg = registries(data)[0]
+    df = load_rows(data)
+    df["comparable"] = [mismatch(r, reg.get(r["claim_id"])) for _, r in df.iterrows()]
     mine = ((c, df[df["claim_id"] == c.id]) for c in reg.claims)
     used = {i for c, pts in mine for br in _basis_readings(c, c.value, pts) for i in br.decided_on}
     df["used"] = df["id"].isin(used).astype(bool)
@@ -75,13 +836,13 @@ def published_reading(
     lo, hi = float(vals.min()), float(vals.max())
     if value > hi + tolerance or value < lo - tolerance:
         verdict, end, bound = ("above", "highest", hi) if value > hi else ("below", "lowest", lo)
-        margin = f"{pr.ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
+        margin = f"{ratio_text(value / bound)} the {end} published ({value_text(bound, unit)})"
     else:
         verdict, margin = "within", f"at the published {value_text(hi, unit)}"
         if hi > lo:
             margin = f"within the published {value_text(lo, unit)} to {value_text(hi, unit)}"
     n = plural(len(vals), "published point")
-    reason = f"{value_text(value, unit)} against {n}, {pr.span_text(lo, hi, unit)}{skipped}"
+    reason = f"{value_text(value, unit)} against {n}, {span_text(lo, hi, unit)}{skipped}"
     urls = tuple(dict.fromkeys(points["url"])) if "url" in points.columns else ()
     return ClaimReading(claim_id, "published", verdict, margin, reason, sources=urls)
 
@@ -119,7 +880,7 @@ class Closest:
         return " · ".join(self.source)
 
     def span(self) -> str:
-        return pr.point_value(vars(self)) + pr.point_ratio(vars(self))
+        return point_value(vars(self)) + point_ratio(vars(self))
 
     def text(self) -> str:
         """One line: who, value, ratio, setup and URL, and what it differs in."""
@@ -128,18 +889,15 @@ class Closest:
         diff = f"{_KINDS[self.kind][0]}differs in {diffs}" if diffs else "like for like"
         old = f"; superseded {self.superseded.split(':')[0]}" if self.superseded else ""
         at = f"{self.setup}; {self.url}" if self.setup else self.url
-        value = pr.point_value(vars(self))
-        return f"{self.who}: {value}{flag}{pr.point_ratio(vars(self))} ({at}); {diff}{old}"
+        value = point_value(vars(self))
+        return f"{self.who}: {value}{flag}{point_ratio(vars(self))} ({at}); {diff}{old}"
 
 
 #: By a closest point's kind: how its differences are introduced, what a margin calls it.
 _KINDS = {
     "like for like": ("", "closest like-for-like point"),
     "near": ("does not decide: ", "closest published point (near, does not decide)"),
-    "analogue": (
-        "an analogue, never decides: ",
-        "closest published point (an analogue, never decides)",
-    ),
+    "analogue": ("an analogue, never decides: ", "closest published analogue (never decides)"),
     "modelled": ("", "closest published figure (a modelled price, not a measurement)"),
 }
 
@@ -156,8 +914,8 @@ class BasisReading:
     sources: tuple[str, ...]
     closest: Closest | None
     conversion: str
-    near: cmp.Near | None = None
-    ruled_by: cmp.RuledOut | None = None
+    near: Near | None = None
+    ruled_by: RuledOut | None = None
     modelled: bool = False
     step: str = ""
 
@@ -169,7 +927,8 @@ class BasisReading:
     def evidence(self) -> str:
         """The closest point and the near evidence, in words."""
         close = f"closest: {self.closest.text()}" if self.closest else "no published point"
-        return close + (f"; {self.near.text()}" if self.near else "")
+        near = near_text(self.near.as_dict(), "near evidence: ") if self.near else ""
+        return close + (f"; {near}" if near else "")
 
     def text(self) -> str:
         margin = f" ({self.margin})" if self.margin not in ("", "-") else ""
@@ -185,7 +944,7 @@ class BasisReading:
 
 def _who(r: pd.Series) -> tuple[str, ...]:
     """A point's submitter, hardware x GPUs (or N GPUs), model and engine."""
-    names, gpus = catalogs.display_names(), pr.int_or_none(r["gpus"])
+    names, gpus = catalogs.display_names(), int_or_none(r["gpus"])
     hw = names.get(str(r["hardware"]), text_or_none(r["hardware"]))
     hw = None if hw in ("not stated", basis_mod.UNKNOWN) else hw  # never "not stated x 16"
     count = None if gpus is None else f" x {gpus}" if hw else f"{gpus} GPUs"
@@ -196,8 +955,8 @@ def _who(r: pd.Series) -> tuple[str, ...]:
 
 
 def _candidates(
-    claim: claims_registry.Claim, plaus: cmp.Plausible, cb: basis_mod.Basis, points: pd.DataFrame
-) -> list[cmp.Candidate]:
+    claim: claims_registry.Claim, plaus: Plausible, cb: basis_mod.Basis, points: pd.DataFrame
+) -> list[Candidate]:
     """(point, differences, decisive ones) of each point counting what basis ``plaus`` does."""
     rows = []
     for _, r in points.iterrows():
@@ -208,7 +967,7 @@ def _candidates(
             continue
         if plaus.max_gpus is not None and (pd.isna(r["gpus"]) or r["gpus"] > plaus.max_gpus):
             continue  # a node-scale reading takes node-scale points only
-        diffs = cmp.differences(cb, b, claim.id)
+        diffs = differences(cb, b, claim.id)
         decisive = [d for d in diffs if d.part in DECISIVE[claim.id]]
         if plaus.cross_check:  # a node of unstated size, or derived: shown, never like for like
             how = Difference("counting", "derived from the rack claim at published prices")
@@ -224,8 +983,8 @@ def _basis_readings(
 ) -> list[BasisReading]:
     """The claim's reading on each named basis (verified, agreeing in :data:`DECISIVE`: decide)."""
     out, value = [], float("nan") if value is None else value
-    for plaus, cb in cmp.claim_bases(claim):
-        scale = cmp.scale_of(plaus)
+    for plaus, cb in claim_bases(claim):
+        scale = scale_of(plaus)
         v = value * scale if math.isfinite(value) else float("nan")
         rows = _candidates(claim, plaus, cb, points)
         like = [
@@ -240,45 +999,42 @@ def _basis_readings(
             margin += MODELLED_NOTE
         step = ""  # 954,000 / 7.9 = 120,759 tok/s/GPU where another claim's figure divides it
         if plaus.divide_by is not None and math.isfinite(v):
-            step = f"{pr.number_text(value)} / {plaus.scale / scale:g} = {value_text(v, unit)}"
+            step = f"{number_text(value)} / {plaus.scale / scale:g} = {value_text(v, unit)}"
         kw: dict[str, Any] = dict(basis=cb.short(), sources=read.sources, modelled=modelled)
         kw |= dict(decided_on=tuple(str(r["id"]) for r in deciding), step=step)
         kw["closest"] = _closest(cb, v, unit, rows) if rows else None
         kw["conversion"] = f"{plaus.conversion}: {step}" if step else plaus.conversion
-        kw["near"] = cmp.near_reading(plaus, v, unit, rows, cb, claim.id)
-        kw["ruled_by"] = cmp.ruled_out(claim, plaus, value)
+        kw["near"] = near_reading(plaus, v, unit, rows, cb, claim.id)
+        kw["ruled_by"] = ruled_out(claim, plaus, value)
         out.append(BasisReading(plaus.name, read.verdict, margin, **kw))
     return out
 
 
 def _modelled(r: pd.Series) -> bool:
-    return text_or_none(r.get("price_kind")) in figures_registry.MODELLED_PRICES
+    return text_or_none(r.get("price_kind")) in claims_registry.MODELLED_PRICES
 
 
-def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[cmp.Candidate]) -> Closest:
+def _closest(cb: basis_mod.Basis, v: float, unit: str, rows: list[Candidate]) -> Closest:
     ranked = sorted(rows, key=_closeness)
     r, diffs, dec = ranked[0]
     tied = [x for x in ranked[1:] if _closeness(x)[:2] == _closeness(ranked[0])[:2]]
     fin = unit_family(str(r["unit"])) == unit_family(unit) and math.isfinite(v)
     group = [r] + [x[0] for x in tied]
     vals = [float(x["value"]) for x in group if unit_family(str(x["unit"])) == unit_family(unit)]
-    lo, hi = (min(vals), max(vals)) if vals else (None, None)
-    analogue = r["role"] == "analogue" or cmp.is_analogue(cb, r["basis"], dec)
+    analogue = r["role"] == "analogue" or is_analogue(cb, r["basis"], dec)
     kind = "analogue" if analogue else "near" if dec or not r["verified"] else "like for like"
-    kw: dict[str, Any] = dict(low=lo, high=hi, modelled=_modelled(r), kind=kind)
-    kw |= dict(ratio_low=v / hi if fin and hi else None, ratio_high=v / lo if fin and lo else None)
+    kw = spread(v if fin else math.nan, vals) if vals else {}
+    kw |= dict(modelled=_modelled(r), kind=kind)
     kw |= dict(tied=tuple(str(x[0]["id"]) for x in tied), verified=bool(r["verified"]))
     kw |= dict(superseded=text_or_none(r.get("superseded")), differences=tuple(diffs))
-    kw["setup"] = pr.setup_text(r) if len({pr.setup_text(x) for x in group}) == 1 else ""
-    ratio = v / float(r["value"]) if fin else None
-    return Closest(
-        str(r["id"]), _who(r), float(r["value"]), str(r["unit"]), ratio, str(r["url"]), **kw
-    )
+    kw["setup"] = setup_text(r) if len({setup_text(x) for x in group}) == 1 else ""
+    kw |= dict(value=float(r["value"]), unit=str(r["unit"]), url=str(r["url"]))
+    return Closest(str(r["id"]), _who(r), ratio=v / float(r["value"]) if fin else None, **kw)
 
 
 def _closeness(row: tuple[pd.Series, list[Difference], object]) -> tuple[float, bool, str]:
     r, diffs, _ = row
-    return (cmp.score(diffs), not bool(r["verified"]), str(r["id"]))
+    return (score(diffs), not bool(r["verified"]), str(r["id"]))
 
 
 @dataclass(frozen=True)
@@ -300,12 +1056,10 @@ class ClaimEvidence:
 
 def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
     """The bases whose closest points are closest (one holding the figure first), and in words."""
-    ranked = [
-        ((cmp.score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest
-    ]
+    ranked = [((score(b.closest.differences), not b.closest.verified), b) for b in brs if b.closest]
     top = sorted(  # Python's sort is stable: ties keep the bases' order
         (b for r, b in ranked if r == min(r for r, _ in ranked)),
-        key=lambda br: br.near is None or cmp.near_position(br.near) != "inside",
+        key=lambda br: br.near is None or side(br.near.ratio_low, br.near.ratio_high) != "inside",
     )
     c = top[0].closest if top else None
     if c is None:
@@ -319,7 +1073,7 @@ def _top(brs: list[BasisReading]) -> tuple[list[BasisReading], str]:
 
 def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
     """A claim's published evidence on each named basis (``value``: in the claim's unit)."""
-    reg, _ = pr.registries(str(paths.DATA))
+    reg, _ = registries(str(paths.DATA))
     claim = reg.get(claim_id)
     value = claim.value if value is None else value
     pts = published_points()
@@ -333,9 +1087,9 @@ def claim_evidence(claim_id: str, value: float | None = None) -> ClaimEvidence:
         margin = f"{decided[0].margin}; {margin}"
     verdicts = list(dict.fromkeys(br.verdict for br in decided))  # bases that disagree: DEPENDS
     verdict = DEPENDS if len(verdicts) > 1 else (verdicts or ["none published"])[0]
-    near = cmp.near_summary(brs, closest_basis)
+    near = near_summary(brs, closest_basis)
     if near:
-        margin += f"; {cmp.near_text(near)}"
+        margin += f"; {near_text(near)}"
     top_list = highest_list_price(mine, value)
     if top_list:
         margin += f"; {top_list.pop('text')}"
@@ -369,7 +1123,7 @@ def highest_list_price(points: pd.DataFrame, value: float | None) -> dict[str, o
     ratio = value / price if value is not None and math.isfinite(value) else None
     who = f"{r['submitter']}{', ' + hw if hw else ''}"
     said = f"{who}{'' if r['verified'] else ', NOT VERIFIED'}"
-    tail = f", the claim {pr.ratio_text(ratio)} it" if ratio is not None else ""
+    tail = f", the claim {ratio_text(ratio)} it" if ratio is not None else ""
     text = f"highest list price: {value_text(price, '$/GPU-hour')} ({said}){tail}"
     return dict(value=price, who=who, verified=bool(r["verified"]), ratio=ratio, text=text)
 
@@ -404,7 +1158,7 @@ _POINT_COPY = "hardware gpus model engine value unit as_published role comparabl
 def evidence_table(result: str) -> pd.DataFrame:
     """A chapter's "published measurements" table: per claim a ``claim`` row, a ``reading`` row
     per named basis, then its ``published`` points."""
-    reg, _ = pr.registries(str(paths.DATA))
+    reg, _ = registries(str(paths.DATA))
     pts, names = published_points(result), catalogs.display_names()
     rows = []
     for c in reg.for_result(result):
@@ -430,5 +1184,5 @@ def evidence_table(result: str) -> pd.DataFrame:
             row |= dict(used=bool(p["used"]), verified=bool(p["verified"]))
             rows.append(row | {"basis": b.short(names) if isinstance(b, basis_mod.Basis) else None})
     df = pd.DataFrame([dict.fromkeys(TABLE_COLUMNS) | r for r in rows], columns=TABLE_COLUMNS)
-    df["gpus"] = pd.array([pr.int_or_none(v) for v in df["gpus"]], dtype="Int64")
+    df["gpus"] = pd.array([int_or_none(v) for v in df["gpus"]], dtype="Int64")
     return df

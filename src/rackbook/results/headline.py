@@ -158,7 +158,7 @@ class Outcome:
         return next(r for r in self.readings if (r.claim_id, r.reading) == (claim_id, reading))
 
     def to_dict(self, source: str) -> dict[str, Any]:
-        from rackbook.results.certainty import certainties
+        from rackbook.results.conclusions import certainties
 
         readings = [asdict(r) for r in self.readings]
         doc = dict(format=FORMAT, result=self.result, source=source, hardware=self.hardware)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterator, Mapping
+from collections import UserDict
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,24 +45,15 @@ def module(name: str) -> Any:
     return importlib.import_module(f"rackbook.results.{name.replace('-', '_')}")
 
 
-class ChapterTable(Mapping[str, Any]):
+class ChapterTable(UserDict[str, Any]):
     """The union of the table ``attr`` (``DECISIVE``...) chapters declare, merged on first use."""
 
     def __init__(self, attr: str) -> None:
-        self.attr = attr
+        self.attr = attr  # no UserDict.__init__: ``data`` is read from the chapters when needed
 
     @functools.cached_property
-    def _entries(self) -> dict[str, Any]:
+    def data(self) -> dict[str, Any]:  # type: ignore[override]
         return {k: v for n in RESULTS for k, v in getattr(module(n), self.attr, {}).items()}
-
-    def __getitem__(self, key: str) -> Any:
-        return self._entries[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 def check_trace(result: str | None, path: str | Path, field: str = "trace") -> dict[str, Any]:

@@ -8,7 +8,6 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from rackbook.inputs import catalogs, loader
 from rackbook.physics import check as check_mod
 from rackbook.physics import expected as exp_mod
 from rackbook.physics.check import Workload
-from rackbook.results import published_rows
+from rackbook.results import evidence
 
 MAPPING = "published/validation.yaml"  # under data/
 #: The fit's grid: kernel-efficiency factors (dimensionless).
@@ -60,8 +59,6 @@ class Point:
     verify: int = 1
     tokens_per_step: float = 1.0
     tpot_ms: float | None = None
-    prefill_gpus: int | None = None
-    decode_gpus: int | None = None
     context: float | None = None
     note: str = ""
 
@@ -69,7 +66,7 @@ class Point:
     def band(self) -> str:
         if self.batch is None:
             return "best batch (free)"
-        per = self.batch / (self.decode_gpus or self.gpus)
+        per = self.batch / self.gpus
         return next(name for top, name in BATCH_BANDS if per <= top)
 
 
@@ -109,7 +106,7 @@ class Prediction:
 
 
 def _row_value(row: Any, *names: str) -> float | None:
-    vals = (published_rows.float_or_none(row.get(n)) for n in names)
+    vals = (evidence.float_or_none(row.get(n)) for n in names)
     return next((v for v in vals if v is not None and math.isfinite(v)), None)
 
 
@@ -120,9 +117,9 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
         raise InputError(file, "points", "a list of points is required")
     sources = doc.get("sources") or {}
-    pts = published_rows.trace_points(str(paths.DATA / "published")).to_dict("records")
+    pts = evidence.trace_points(str(paths.DATA / "published")).to_dict("records")
     rows = {(str(r["source"]), str(r["point_id"])): r for r in pts}
-    figs = {f.id: f for f in published_rows.registries(str(paths.DATA))[1].figures}
+    figs = {f.id: f for f in evidence.registries(str(paths.DATA))[1].figures}
     points: list[Point] = []
     excluded: list[Excluded] = []
     for i, raw in enumerate(doc["points"]):
@@ -159,10 +156,9 @@ def _point(
             raise InputError(file, f"{where}.point_id", f"{pid!r} is not a row of {src}")
         col = "output_tok_s_per_gpu" if spec.get("counted") == "output" else "tok_s_per_gpu"
         measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
-        ttft = _row_value(r, "ttft_mean_s", "ttft_median_s")
-        tpot = _row_value(r, "tpot_mean_s", "tpot_median_s")
+        ttft, tpot = (_row_value(r, f"{k}_mean_s", f"{k}_median_s") for k in ("ttft", "tpot"))
         conc = _row_value(r, "concurrency")
-        spec.setdefault("gpus", published_rows.int_or_none(r.get("gpus")))
+        spec.setdefault("gpus", evidence.int_or_none(r.get("gpus")))
         for k in ("isl", "osl"):
             spec.setdefault(k, _row_value(r, k))
     if not measured or measured <= 0:
@@ -190,7 +186,7 @@ def _point(
     verify, tps = (1, 1.0) if sp == "none" else (int(sp["verify"]), float(sp["tokens_per_step"]))
     if spec.get("counted") not in ("output", "total", "input"):
         raise InputError(file, f"{where}.counted", "is not one of output, total, input")
-    names = "counted phase model gpu precision isl osl tpot_ms prefill_gpus decode_gpus context"
+    names = "counted phase model gpu precision isl osl tpot_ms context"
     kw: dict[str, Any] = {k: spec.get(k) for k in names.split()}
     kw |= dict(gpus=int(spec["gpus"]), note=str(spec.get("note") or ""))
     kw |= dict(batch=batch, batch_how=how_text, verify=verify, tokens_per_step=tps)
@@ -210,33 +206,18 @@ def _split(p: Point, claimed: float) -> tuple[float, float]:
 
 
 def predict(p: Point, fit: exp_mod.Fit, *, fit_name: str = "all") -> Prediction:
-    """The expected rate of ``p`` with ``fit`` (disaggregated: the least pool's rate)."""
+    """The expected rate of ``p`` with ``fit``."""
     model = catalogs.as_model(p.model)
     kv = check_mod.narrowest_kv_dtype(model) or ("fp4" if model.kv_cache.relative_to else None)
     ctx = p.context if p.context is not None else ((p.isl or 0) + (p.osl or 0) / 2)
+    out, inp = _split(p, p.measured)
     wk: dict[str, Any] = dict(tokens_per_step=p.tokens_per_step, verify_tokens=p.verify)
-    work = Workload(
-        p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, kv_dtype=kv, **wk
-    )
-    run = partial(exp_mod.expected, model, p.gpu, precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
-    if p.prefill_gpus and p.decode_gpus:
-        total = (p.isl or 0) + (p.osl or 0)
-        w = replace(work, output_tok_s_per_gpu=1.0)
-        dec = run(p.decode_gpus, w, claimed=1.0, phase="decode", decode_batch=p.batch)
-        w = replace(work, counted="input", new_input_tok_s_per_gpu=1.0)
-        pre = run(p.prefill_gpus, w, claimed=1.0, phase="prefill")
-        rate = min(
-            dec.tok_s_per_gpu * p.decode_gpus * total / (p.osl or 1),
-            pre.tok_s_per_gpu * p.prefill_gpus * total / (p.isl or 1),
-        ) / (p.prefill_gpus + p.decode_gpus)
-        if p.counted == "output":
-            rate *= (p.osl or 0) / total
-        dep = f"{pre.deployment} prefill + {dec.deployment} decode"
-    else:
-        out, inp = _split(p, p.measured)
-        w = replace(work, output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp)
-        e = run(p.gpus, w, claimed=p.measured, phase=p.phase, decode_batch=p.batch)
-        rate, dep = e.tok_s_per_gpu, e.deployment
+    wk |= dict(output_tok_s_per_gpu=out, new_input_tok_s_per_gpu=inp, kv_dtype=kv)
+    w = Workload(p.counted, decode_context=ctx, prefill_prefix=(p.isl or 0) / 2, **wk)
+    kw: dict[str, Any] = dict(precision=p.precision, tpot_ms=p.tpot_ms, fit=fit)
+    kw |= dict(claimed=p.measured, phase=p.phase, decode_batch=p.batch)
+    e = exp_mod.expected(model, p.gpu, p.gpus, w, **kw)
+    rate, dep = e.tok_s_per_gpu, e.deployment
     low, high = rate * math.exp(fit.log_low), rate * math.exp(fit.log_high)
     return Prediction(p, rate, low, high, dep, fit_name)
 
@@ -381,14 +362,13 @@ def fit_document(res: FitResult) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "method": (
-            "layer_s (per-layer floor, s): anchored on vLLM's single-user post on 8 B300 "
-            "(2026-05-11), 1 / 125 tok/s / 61 layers, not fitted (its figure is not a point); "
-            "efficiency (kernel-time factor): the grid value minimising the squared log(measured "
-            "/ expected), each source weighing the same; interval: the quantiles "
-            f"{INTERVAL_QUANTILES} of log(measured / expected), each point predicted without its "
-            "source, each level scaled by (n + 1) / n for n residuals (split conformal); "
-            "held_out: the fit without each source, its interval from the other sources' points "
-            "predicted without their source and the fold's. Regenerate: rackbook validate --fit"
+            "layer_s: the per-layer floor (s), 1 / 125 tok/s / 61 layers from vLLM's single-user "
+            "post on 8 B300 (2026-05-11), not fitted; efficiency: the grid value minimising the "
+            "squared log(measured / expected), each source weighing the same; interval: the "
+            f"quantiles {INTERVAL_QUANTILES} of log(measured / expected), each point predicted "
+            "without its source, each level x (n + 1) / n (split conformal); held_out: the fit "
+            "without each source, its interval from the other sources' points predicted without "
+            "their source and the fold's. Regenerate: rackbook validate --fit"
         ),
         "grid": {"efficiency": list(EFFICIENCIES), "layer_s": list(LAYER_S)},
         "fit": res.fit.params(),

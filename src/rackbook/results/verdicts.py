@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from rackbook.core import provenance
 from rackbook.core.units import percent, ratio_text
 from rackbook.physics import attainable as _attainable
@@ -102,8 +100,6 @@ class RangeVerdict:
 
 def number(x: Any, digits: int = 4) -> float | int | None:
     """A headline value: ``x`` rounded to ``digits`` decimals, ints kept, None when unknown."""
-    if x is None or x is pd.NA:
-        return None
     if isinstance(x, int):
         return int(x)
     try:
@@ -120,22 +116,19 @@ def text(x: Any, spec: str = ",.0f", unknown: str = "unknown") -> str:
 
 
 def attainable(c: Check, what: str = "") -> dict[str, Any]:
-    """What measured kernels reach for a check (tok/s per GPU), with :func:`expected`."""
-    a = _attainable.for_check(c)
-    d, lead = a.to_dict(), f"{what}: " if what else ""
-    keys = ("tok_s_per_gpu", "ratio", "deployment", "deployment_name", "calibration", "binding")
-    return {k: d[k] for k in keys} | {"text": lead + a.text, "expected": expected(c, what)}
-
-
-def expected(c: Check, what: str = "") -> dict[str, Any]:
-    """What real deployments reach for a check (tok/s per GPU, interval, ratio), stored fit."""
-    keys = ("tok_s_per_gpu", "low", "high", "ratio", "deployment")
+    """What measured kernels reach for a check (tok/s per GPU), with ``expected``: what real
+    deployments reach (tok/s per GPU, interval, ratio; the stored fit; none past memory)."""
+    a, lead = _attainable.for_check(c), f"{what}: " if what else ""
+    d = a.to_dict() | {"text": lead + a.text}
+    keys = "tok_s_per_gpu ratio deployment deployment_name calibration binding text".split()
+    out = {k: d[k] for k in keys}
+    keys = "tok_s_per_gpu low high ratio deployment".split()
     if c.limit.startswith("memory capacity"):
-        return dict.fromkeys(keys) | {"text": ""}
+        return out | {"expected": dict.fromkeys(keys) | {"text": ""}}
     fit = _expected.load_fit()
     e = _expected.for_check(c, fit=fit)
-    d, lead = e.to_dict(), f"{what}: " if what else ""
-    return {k: d[k] for k in keys} | {"text": lead + e.text(fit.validation_text)}
+    d = e.to_dict() | {"text": lead + e.text(fit.validation_text)}
+    return out | {"expected": {k: d[k] for k in (*keys, "text")}}
 
 
 def placement(d: Mapping[str, Any]) -> str:

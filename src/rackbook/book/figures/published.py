@@ -12,7 +12,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from rackbook.book import plotting
 from rackbook.book.chapter import finite
-from rackbook.results import comparability, evidence
+from rackbook.results import evidence
 
 #: Marker styles of modelled prices, points of another basis and analogues.
 _MODELLED = {"marker": "D", "facecolors": "none", "edgecolors": plotting.PALETTE[2]}
@@ -41,11 +41,11 @@ def _modelled(pts: Any) -> Any:
 
 def _scaled_readings(claim_id: str, value: float) -> list[tuple[str, float]]:
     """(legend text, value) of the claim's figure on each plausible basis that rescales it,
-    one per distinct factor (:data:`rackbook.results.comparability.PLAUSIBLE`)."""
+    one per distinct factor (:data:`rackbook.results.evidence.PLAUSIBLE`)."""
     out: dict[float, tuple[str, float]] = {}
     if not math.isfinite(value):
         return []
-    for p in comparability.PLAUSIBLE.get(claim_id, ()):
+    for p in evidence.PLAUSIBLE.get(claim_id, ()):
         scale = float(getattr(p, "scale", 1.0))
         if scale != 1.0 and scale not in out:
             how = str(getattr(p, "conversion", "") or "rescaled").replace("the figure ", "")
