@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import traces
+from rackbook.core import traces, validity
 from rackbook.core.metrics import (
     LATENCY_METRICS,
     PERCENTILES,
@@ -23,6 +23,7 @@ from rackbook.core.metrics import (
     grouped_stats,
     named_stats,
 )
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 
 SCENARIO_KEYS = ("engine", "config", "batch_size", "concurrency", "context_tokens", "num_gpus")
@@ -279,29 +280,17 @@ def _summarize(
     return TraceSummary(run[0], run[1], total, rows)
 
 
-def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
-    """Index of each id in ``points`` (first match), ``len(points)`` when absent."""
-    idx = pd.Index(points["point_id"].astype(str)).drop_duplicates()
-    codes = idx.get_indexer(pd.Index(point_ids).astype(str))
-    codes[codes < 0] = len(points)
-    return codes
-
-
 def summarize(trace: traces.Trace) -> TraceSummary:
-    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point."""
-    r, gaps = trace.requests, trace.itl
-    req = _Requests(len(r), len(trace.points), len(gaps))
-    cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
-    req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
+    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point,
+    with its valid counts and flagged shares."""
+    r, gaps, pts = trace.requests, trace.itl, trace.points
+    req = _Requests(len(r), len(pts), len(gaps))
+    idx = pd.Index(pts["point_id"].astype(str)).drop_duplicates()
+    codes = idx.get_indexer(pd.Index(r["point_id"]).astype(str))  # first match; absent: -1
+    codes[codes < 0] = len(pts)
+    req.add(0, {**{c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}, "codes": codes})
     chunk = (gaps["request_row"].to_numpy(), gaps["itl_s"].to_numpy(dtype=np.float64))
-    run = (trace.trace_id, trace.kind)
-    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run), trace)
-
-
-def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
-    """``summary`` with ``trace``'s valid counts and flagged shares (vLLM's figures kept)."""
-    from rackbook.core import validity
-
+    summary = _summarize(pts, req, [chunk], len(gaps), (trace.trace_id, trace.kind))
     pv = validity.point_validity(trace).set_index("point_id")
 
     def checked(p: PointMetrics) -> PointMetrics:
@@ -341,8 +330,7 @@ def summarize_path(
 def format_summary(summary: TraceSummary) -> str:
     """Human-readable table of a summary, in vLLM's wording."""
     s = summary.to_dict()
-    n = len(s["points"])
-    lines = [f"trace {s['trace_id']} ({s['kind']}), {n} point{'' if n == 1 else 's'}"]
+    lines = [f"trace {s['trace_id']} ({s['kind']}), {plural(len(s['points']), 'point')}"]
     rows = [
         ("Successful requests", "completed"),
         ("Failed requests", "failed"),
@@ -378,41 +366,26 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     """``rackbook summarize --json`` of a published trace: id, kind, point count and per (hardware,
     engine) the count and least/most tok/s per GPU (None where unpublished)."""
     pts = traces.read_table(path, "published_points")
-    groups = (
+    g = (
         pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]
-        .agg(["count", "min", "max"])
+        .agg(points="count", tok_s_per_gpu_min="min", tok_s_per_gpu_max="max")
         .reset_index()
     )
-    rows = [
-        {
-            "hardware": _stated(g.hardware),
-            "engine": _stated(g.engine),
-            "points": int(g["count"]),
-            "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
-            "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
-        }
-        for _, g in groups.iterrows()
-    ]
+    g[["hardware", "engine"]] = g[["hardware", "engine"]].fillna("not stated").astype(str)
     head = {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)}
-    return head | {"groups": rows}
-
-
-def _stated(value: Any) -> str:
-    return "not stated" if pd.isna(value) else str(value)
-
-
-def _points(n: int, word: str = "point") -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    return head | {"groups": g.astype(object).where(g.notna(), None).to_dict("records")}
 
 
 def format_published_summary(path: Path, doc: dict[str, Any]) -> str:
     """:func:`published_summary`'s ``doc`` as lines for a terminal."""
     lines = [
-        f"{path}: published trace, {_points(doc['points'], 'published point')} (no requests: "
+        f"{path}: published trace, {plural(doc['points'], 'published point')} (no requests: "
         "vLLM's request metrics do not apply; tokens/s per GPU as published)"
     ]
     for r in doc["groups"]:
         lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
         span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
-        lines.append(f"  {r['hardware']} / {r['engine']}: {_points(r['points'])}, {span} tok/s/GPU")
+        lines.append(
+            f"  {r['hardware']} / {r['engine']}: {plural(r['points'], 'point')}, {span} tok/s/GPU"
+        )
     return "\n".join(lines)
