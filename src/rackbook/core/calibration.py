@@ -174,33 +174,27 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """A calibration (run, kernels) from the reference H200 JSON: seconds from the published rates
     (bytes / TB/s, FLOPs / TFLOP/s) or times (us); the method text kept in ``run.method``."""
-    rows: list[tuple[Any, ...]] = []  # (family, dtype, size, seconds, bytes, FLOPs)
-    bw = ref["bandwidth"]
-    n = float(bw["bytes"])
-    rows.append(("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
-    rows.append(("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
+    bw, n = ref["bandwidth"], float(ref["bandwidth"]["bytes"])
+    rows: list[tuple[Any, ...]] = [  # (family, dtype, size, seconds, bytes, FLOPs)
+        ("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None),
+        ("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None),
+    ]
     for key, rate in ref["dense_gemm"].items():
         dtype, size, _unit = key.split("_")
         flops = 2.0 * int(size) ** 3
         rows.append(("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
-    shapes = dict(REF_SHAPES)
-    per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
+    per_expert = 3 * REF_SHAPES["hidden_size"] * REF_SHAPES["moe_intermediate_size"]
     for e in ref["experts"]:
-        width = {"fp8": 1, "bf16": 2}[e["dtype"]]
-        flops = 2.0 * e["M"] * per_expert
-        seconds = e["us_per_expert"] * 1e-6
-        rows.append(("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
+        size, width = e["M"], {"fp8": 1, "bf16": 2}[e["dtype"]]
+        seconds, flops = e["us_per_expert"] * 1e-6, 2.0 * size * per_expert
+        rows.append(("expert_gemm", e["dtype"], size, seconds, per_expert * width, flops))
     for s in ref["indexer_scan"]:
         rows.append(("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
     for a in ref["sparse_attention"]:
         rows.append(("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
-    spec = ref["spec_H200"]
-    smi = ref.get("nvidia_smi", "")
+    smi, what = ref.get("nvidia_smi", ""), str(ref.get("what", ""))
     driver = smi.split(",")[1].strip() if smi.count(",") >= 1 else None
-    torch_version = None
-    for word in str(ref.get("what", "")).replace(")", "").split():
-        if word.startswith("2.") and "+" in word:
-            torch_version = word.rstrip(",")
+    tv = [w.rstrip(",") for w in what.replace(")", "").split() if w[:2] == "2." and "+" in w]
     run = {
         "schema_version": schema.SCHEMA_VERSION,
         "content": CONTENT,
@@ -210,14 +204,14 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
         "device": "cuda",
         "gpu": ref["gpu"],
         "hardware": smi,
-        "versions": {"torch": torch_version, "driver": driver, "cuda": None},
-        "spec": {k: spec[k] for k in ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")},
-        "shapes": shapes,
+        "versions": {"torch": tv[-1] if tv else None, "driver": driver, "cuda": None},
+        "spec": {k: ref["spec_H200"][k] for k in SPEC_RANGES},
+        "shapes": dict(REF_SHAPES),
         "method": ref["method"],
         "commands": [f"rackbook.core.calibration.from_reference({source!r})"],
         "source": source,
         "notes": "Converted from a reference kernel measurement on one H200 SXM (700 W), not a "
-        f"run of rackbook calibrate: {ref.get('what', '')} {ref.get('repeatability', '')}",
+        f"run of rackbook calibrate: {what} {ref.get('repeatability', '')}",
     }
     kernels = pd.DataFrame(rows, columns=[c.name for c in schema.CALIBRATION_KERNELS])
     return run, kernels.astype({"size": "int64", "seconds": float, "bytes": float, "flops": float})
