@@ -109,7 +109,7 @@ def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per request row, from its point: the engine step (s: the servers' per-token time, else the
     median TPOT of non-burst successes) and whether, and why, the tokens mismatch the counters."""
     req = trace.requests
@@ -117,7 +117,7 @@ def _per_point(
     n = len(req)
     ref = np.full(n, np.nan)
     mismatch = np.zeros(n, bool)
-    why_mismatch = [""] * n
+    why_mismatch = np.full(n, "", object)
     for p in pd.unique(pid):
         rows = np.flatnonzero(pid == p)
         d = {} if sm is None or sm.empty else server_metrics.counter_deltas(sm, p)
@@ -130,9 +130,7 @@ def _per_point(
         ref[rows] = step
         why = _token_mismatch(d, req.iloc[rows])
         if why:
-            mismatch[rows] = ok[rows]
-            for r in rows:
-                why_mismatch[r] = why
+            mismatch[rows], why_mismatch[rows] = ok[rows], why
     return ref, mismatch, why_mismatch
 
 
@@ -255,17 +253,13 @@ class Screening:
     kept_flagged: int = 0
     accepted_points: tuple[str, ...] = ()
 
-    @property
-    def share(self) -> float:
-        """Flagged over successful requests (0 without successful requests)."""
-        return self.flagged / self.successful if self.successful else 0.0
-
     def text(self) -> str:
         """One sentence for the chapter: what was left out and why (empty when nothing was)."""
         if not self.flagged:
             return ""
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
-        out = f"{self.flagged} of {self.successful} successful requests ({percent(self.share)})"
+        share = percent(self.flagged / self.successful)  # flagged: some were successful
+        out = f"{self.flagged} of {self.successful} successful requests ({share})"
         out += f" were flagged ({counts})"
         if self.kept_flagged:
             out += (
