@@ -110,37 +110,28 @@ class Basis:
         """A copy with some parts changed (validated like the original)."""
         return make(dataclasses.asdict(self) | changes, claim=True)
 
-    def unknowns(self) -> list[str]:
-        """The parts that are ``unknown``."""
-        return [k for k, v in dataclasses.asdict(self).items() if v == UNKNOWN]
-
     def short(self, names: Mapping[str, str] | None = None) -> str:
         """One line: ``output tokens; per GPU (deployment, 72 GPUs); ...``, model and hardware by
         their ``names`` where given."""
-        parts = [self.metric if self.metric != UNKNOWN else "what it measures: not stated"]
-        if self.tokens != NA:
-            parts.append(f"{self.tokens} tokens")
-        if self.per != NA:
-            who = f"per {self.per}" if self.per != "deployment" else "deployment total"
-            if self.per == UNKNOWN:  # never "per unknown (unknown)"
-                who = "per what: not stated"
-            if self.gpus not in (NA, UNKNOWN):
-                count = f", {self.gpu_count} GPUs" if self.gpu_count else ""
-                who += f" ({self.gpus}{count})"
-            parts.append(who)
-        if self.workload != NA:
-            parts.append(f"workload {self.workload}")
-        if self.speculation != NA:
-            spec = f"speculation {self.speculation}"
-            if self.acceptance is not None:
-                spec += f" (acceptance {self.acceptance:g})"
-            parts.append(spec)
-        if self.statistic not in (NA, "value"):
-            parts.append(f"statistic {self.statistic}")
-        hw = (names or {}).get(self.hardware, self.hardware)
-        parts += [(names or {}).get(self.model, self.model)]
-        parts += [hw if hw != UNKNOWN else "hardware not stated"]
-        parts.append(self.engine if self.engine != UNKNOWN else "engine not stated")
+        names = names or {}
+        who = {"deployment": "deployment total", UNKNOWN: "per what: not stated"}.get(
+            self.per, f"per {self.per}"
+        )  # never "per unknown (unknown)"
+        if self.gpus not in (NA, UNKNOWN):
+            who += f" ({self.gpus}{f', {self.gpu_count} GPUs' if self.gpu_count else ''})"
+        acc = "" if self.acceptance is None else f" (acceptance {self.acceptance:g})"
+        hw = names.get(self.hardware, self.hardware)
+        parts = [
+            self.metric if self.metric != UNKNOWN else "what it measures: not stated",
+            f"{self.tokens} tokens" if self.tokens != NA else "",
+            who if self.per != NA else "",
+            f"workload {self.workload}" if self.workload != NA else "",
+            f"speculation {self.speculation}{acc}" if self.speculation != NA else "",
+            f"statistic {self.statistic}" if self.statistic not in (NA, "value") else "",
+            names.get(self.model, self.model),
+            hw if hw != UNKNOWN else "hardware not stated",
+            self.engine if self.engine != UNKNOWN else "engine not stated",
+        ]
         return "; ".join(p for p in parts if p and p != NA)
 
 
@@ -219,28 +210,25 @@ def model_key(model: str) -> str:
     return m
 
 
-def hardware_key(hardware: str) -> str:
-    """A hardware name reduced to its GPU (``gb300``, ``b300``...), else lower-cased."""
-    h = hardware.lower().replace(" ", "").replace("-", "")
-    for key in ("gb300", "gb200", "b300", "b200", "mi355x", "mi300x", "h100", "h200", "h800"):
-        if key in h:
-            return key
-    return h
-
-
 #: GPU generations: a difference of generation makes a point an analogue; within one (GB300
-#: and B300), the hardware still differs but the point is near.
+#: and B300), the hardware still differs but the point is near. Keys: hardware_key's order.
 HARDWARE_CLASS: dict[str, str] = {
     "gb300": "blackwell ultra",
-    "b300": "blackwell ultra",
     "gb200": "blackwell",
+    "b300": "blackwell ultra",
     "b200": "blackwell",
+    "mi355x": "cdna4",
+    "mi300x": "cdna3",
     "h100": "hopper",
     "h200": "hopper",
     "h800": "hopper",
-    "mi355x": "cdna4",
-    "mi300x": "cdna3",
 }
+
+
+def hardware_key(hardware: str) -> str:
+    """A hardware name reduced to its GPU (``gb300``, ``b300``...), else lower-cased."""
+    h = hardware.lower().replace(" ", "").replace("-", "")
+    return next((key for key in HARDWARE_CLASS if key in h), h)
 
 
 def hardware_class(hardware: str) -> str:
