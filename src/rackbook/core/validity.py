@@ -97,14 +97,10 @@ def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
     gaps = trace.itl
     if not trace.itl_loaded and trace.path is not None:
         gaps = traces.read_table(trace.path, "itl")
-    med = np.full(n, np.nan)
-    ngap = np.zeros(n, np.int64)
-    if len(gaps):
-        g = gaps.groupby("request_row")["itl_s"]
-        m, c = g.median(), g.size()
-        med[m.index.to_numpy()] = m.to_numpy(dtype=np.float64)
-        ngap[c.index.to_numpy()] = c.to_numpy()
-    return med, ngap
+    g = gaps.groupby("request_row")
+    med, count = g["itl_s"].median(), g.size()
+    rows = pd.RangeIndex(n)
+    return med.reindex(rows).to_numpy(np.float64), count.reindex(rows, fill_value=0).to_numpy()
 
 
 def _per_point(
