@@ -52,23 +52,19 @@ def order_stats(v: np.ndarray, percentiles: Sequence[float]) -> tuple[float, lis
         h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index
         lo = int(math.floor(h))
         plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
-    got, base = {}, 0
+    base = 0
     for k in sorted({(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}):
-        rest = v[base:]  # the values of rank ``base`` and above
+        rest = v[base:]  # the values of rank ``base`` and above; rank k then stays at v[k]
         if k > base:
             rest.partition(k - base)  # one rank: numpy's vectorised selection
         else:  # the next rank: the smallest left, moved to the front
             i = int(rest.argmin())
             rest[0], rest[i] = rest[i], rest[0]
-        got[k], base = rest[k - base], k + 1
-    median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
-    pct = [_lerp(got[lo], got[hi], t) for lo, hi, t in plans]
+        base = k + 1
+    median = np.mean(v[[(n - 1) // 2, n // 2]][: 2 - n % 2])
+    ends = [(v[lo], v[hi] - v[lo], v[hi], t) for lo, hi, t in plans]  # np.percentile's lerp:
+    pct = [float(b - d * (1 - t) if t >= 0.5 else a + d * t) for a, d, b, t in ends]
     return float(median), pct
-
-
-def _lerp(a: float, b: float, t: float) -> float:
-    diff = b - a
-    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
 
 
 def mean_std(v: np.ndarray, block: int = 1 << 20) -> tuple[np.float64, np.float64]:
