@@ -151,28 +151,6 @@ def _hist_stats(row: tuple[Any, ...], percentiles: tuple[float, ...]) -> dict[st
     return named_stats("itl", stats, percentiles)
 
 
-def _gap_stats(
-    req: _Requests, gaps: _Gaps, n_gaps: int, npoints: int
-) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows of requests ``req``
-    (its room reused); exact up to :data:`EXACT_ITL_MAX` gaps."""
-    hist = GapHistogram(npoints + 1) if n_gaps > EXACT_ITL_MAX else None
-    values, codes, k = req.block, req.code_block, 0
-    for rows, v in gaps:
-        code = req.row_code[rows]
-        keep = code >= 0
-        if not keep.all():
-            code, v = code[keep], v[keep]
-        if hist is not None:
-            hist.add(code, v)
-            continue
-        values[k : k + v.size], codes[k : k + v.size] = v, code
-        k += v.size
-    if hist is not None:
-        return hist.stats(PERCENTILES, npoints)
-    return grouped_stats("itl", values[:k], codes[:k], npoints, PERCENTILES)
-
-
 def _file_gaps(path: Path, n_req: int, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(request rows, gaps in s) of ``path``/itl.parquet a chunk at a time, checked."""
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
@@ -227,14 +205,29 @@ class _Requests:
         self.size["tpot"] = k + oc.size
         self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
 
-    def stats(self) -> dict[str, Any]:
-        """Statistics of TTFT, TPOT, E2EL by metric (the values are spent)."""
+    def stats(self, gaps: _Gaps, n_gaps: int) -> dict[str, Any]:
+        """Statistics of TTFT, TPOT, E2EL, then of ITL (chunks of request rows, gaps in s;
+        ``n_gaps`` rows) in the spent values' room, exact up to :data:`EXACT_ITL_MAX` gaps."""
         k, kt = self.size["ttft"], self.size["tpot"]
         pairs = {"ttft": (k, "ttft"), "tpot": (kt, "tpot"), "e2el": (k, "ttft")}
         out = {}
         for m, (n, c) in pairs.items():
             out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, PERCENTILES)
-        return out
+        hist = GapHistogram(self.P + 1) if n_gaps > EXACT_ITL_MAX else None
+        values, codes, k = self.block, self.code_block, 0
+        for rows, v in gaps:
+            code = self.row_code[rows]
+            keep = code >= 0
+            if not keep.all():
+                code, v = code[keep], v[keep]
+            if hist is not None:
+                hist.add(code, v)
+                continue
+            values[k : k + v.size], codes[k : k + v.size] = v, code
+            k += v.size
+        if hist is not None:
+            return out | {"itl": hist.stats(PERCENTILES, self.P)}
+        return out | {"itl": grouped_stats("itl", values[:k], codes[:k], self.P, PERCENTILES)}
 
 
 def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
@@ -261,9 +254,7 @@ def _summarize(
     points: pd.DataFrame, req: _Requests, gaps: _Gaps, n_gaps: int, run: tuple[str, str]
 ) -> TraceSummary:
     """The summary of requests ``req`` and gap chunks; ``run``: the trace's id and kind."""
-    P, counts = len(points), req.counts
-    stats = req.stats()
-    stats["itl"] = _gap_stats(req, gaps, n_gaps, P)
+    counts, stats = req.counts, req.stats(gaps, n_gaps)
 
     def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
         n = [int(c[sel].sum()) for c in counts]
