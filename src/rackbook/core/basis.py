@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,11 +251,6 @@ def engine_key(engine: str) -> str:
 _KEYS = {"model": model_key, "hardware": hardware_key, "engine": engine_key}
 
 
-def _same(part: str, a: Basis, b: Basis) -> bool:
-    key: Callable[[Any], Any] = _KEYS.get(part, lambda v: v)
-    return bool(key(getattr(a, part)) == key(getattr(b, part)))
-
-
 @dataclass(frozen=True)
 class Difference:
     """One part where a point's basis differs from a claim's (values as shown)."""
@@ -290,7 +285,7 @@ def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[Diff
             simulated = (pv == "simulated") != (cv == "simulated")
             if not simulated and (cv == UNKNOWN or pv == cv):
                 continue
-        elif cv == UNKNOWN or _same(part, claim, point):
+        elif cv == UNKNOWN or (_KEYS[part](cv) == _KEYS[part](pv) if part in _KEYS else cv == pv):
             continue
         shown = "not stated" if pv is None or pv == UNKNOWN else pv  # never "None"
         out.append(Difference(part, shown, cv))

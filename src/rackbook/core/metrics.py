@@ -123,13 +123,8 @@ def named_stats(
         f"std_{name}_ms": float(std * 1000),
     }
     for p, x in zip(percentiles, pct, strict=True):
-        out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
+        out[f"p{int(p) if int(p) == p else p}_{name}_ms"] = float(x * 1000)  # p99, p99.9
     return out
-
-
-def pword(p: float) -> str:
-    """A percentile as vLLM writes it in a key: 99.0 -> "99", 99.9 -> "99.9"."""
-    return str(int(p)) if int(p) == p else str(p)
 
 
 def tpot_s(ttft_s: np.ndarray, e2el_s: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:
