@@ -230,26 +230,6 @@ class _Requests:
         return out | {"itl": grouped_stats("itl", values[:k], codes[:k], self.P, PERCENTILES)}
 
 
-def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
-    """``path``/requests.parquet, checked a chunk at a time; ``n``: request and gap rows."""
-    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    acc = _Requests(n[0], len(pts), n[1])
-    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
-        traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
-    ) as chunks:  # on error: its thread stops
-        for off, c in chunks:
-            in_dict, values = c.pop("point_id")
-            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
-            if (lut < 0).any():
-                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
-                problem = f"point {unknown[0]!r} is not in points.parquet"
-                raise InputError(path, "requests.point_id", problem)
-            c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
-            traces.check_request_rows(c, c["success"], path, offset=off)
-            acc.add(off, c)
-    return acc
-
-
 def _summarize(
     points: pd.DataFrame, req: _Requests, gaps: _Gaps, n_gaps: int, run: tuple[str, str]
 ) -> TraceSummary:
@@ -308,10 +288,23 @@ def summarize_path(
         return summarize(traces.read_trace(path))
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     traces.check_points(pts, path)
-    req = _file_requests(path, pts, (n_req, n_itl), chunk_rows)
+    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
+    req = _Requests(n_req, len(pts), n_itl)
+    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
+        traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            in_dict, values = c.pop("point_id")
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
+            if (lut < 0).any():
+                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
+                problem = f"point {unknown[0]!r} is not in points.parquet"
+                raise InputError(path, "requests.point_id", problem)
+            c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
+            traces.check_request_rows(c, c["success"], path, offset=off)
+            req.add(off, c)
     ids = (str(run.get("trace_id", "")), str(run.get("kind", "")))
-    gaps = _file_gaps(path, n_req, chunk_rows)
-    res = _summarize(pts, req, gaps, n_itl, ids)
+    res = _summarize(pts, req, _file_gaps(path, n_req, chunk_rows), n_itl, ids)
     if res.metrics.completed:  # one value, the median itself: the check validate makes
         median_s = np.array([res.metrics.latency["median_e2el_ms"] / 1000])
         traces.check_latency_unit(median_s, path, "requests.e2el_s")

@@ -92,17 +92,6 @@ def _token_mismatch(d: dict[str, float], requests: pd.DataFrame) -> str:
     return ""
 
 
-def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per request row: the median gap (s; NaN without gaps) and the gap count."""
-    gaps = trace.itl
-    if not trace.itl_loaded and trace.path is not None:
-        gaps = traces.read_table(trace.path, "itl")
-    g = gaps.groupby("request_row")
-    med, count = g["itl_s"].median(), g.size()
-    rows = pd.RangeIndex(n)
-    return med.reindex(rows).to_numpy(np.float64), count.reindex(rows, fill_value=0).to_numpy()
-
-
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -165,7 +154,12 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
         share = np.where(e2el > 0, (e2el - ttft) / e2el, np.nan)
         tpot = np.where(out_tok > 1, (e2el - ttft) / (out_tok - 1), np.nan)
     burst = ok & (out_tok > BURST_MIN_TOKENS) & (share < BURST_DECODE_SHARE)
-    med, ngap = _median_gaps(trace, n)
+    gaps = trace.itl
+    if not trace.itl_loaded and trace.path is not None:
+        gaps = traces.read_table(trace.path, "itl")
+    g, rows = gaps.groupby("request_row"), pd.RangeIndex(n)  # per row: median gap (s), count
+    med = g["itl_s"].median().reindex(rows).to_numpy(np.float64)  # NaN without gaps
+    ngap = g.size().reindex(rows, fill_value=0).to_numpy()
     ref, mismatch, why_mismatch = _per_point(trace, pid, ok, burst, tpot)
     with np.errstate(invalid="ignore"):
         below_clock = med < CLOCK_RESOLUTION_S
