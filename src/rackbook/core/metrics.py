@@ -141,14 +141,13 @@ def vllm_metrics(
 ) -> BenchmarkMetrics:
     """vLLM's metrics of one window: ``requests``, gaps ``itl_s`` (s), ``duration_s`` (s)."""
     ok = requests["success"].to_numpy(dtype=bool)
-    ttft = requests["ttft_s"].to_numpy(dtype=np.float64)[ok]
-    e2el = requests["e2el_s"].to_numpy(dtype=np.float64)[ok]
-    out_tok = requests["output_tokens"].to_numpy(dtype=np.int64)[ok]
-    in_tok = requests["prompt_tokens"].to_numpy(dtype=np.int64)[ok]
-    completed = int(ok.sum())
-    tpot, itl = tpot_s(ttft, e2el, out_tok), np.asarray(itl_s, dtype=np.float64)
-    values = {"ttft": ttft, "tpot": tpot, "itl": itl, "e2el": e2el}
-    stats = {m: latency_stats(m, v, percentiles) for m, v in values.items()}
-    latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
-    counts = (completed, int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()))
+    ttft, e2el = (requests[c].to_numpy(dtype=np.float64)[ok] for c in ("ttft_s", "e2el_s"))
+    out_tok, in_tok = (
+        requests[c].to_numpy(np.int64)[ok] for c in ("output_tokens", "prompt_tokens")
+    )
+    values = {"ttft": ttft, "tpot": tpot_s(ttft, e2el, out_tok), "itl": itl_s, "e2el": e2el}
+    latency: dict[str, float] = {}
+    for m in LATENCY_METRICS:
+        latency |= latency_stats(m, np.asarray(values[m], dtype=np.float64), percentiles)
+    counts = (int(ok.sum()), int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()))
     return BenchmarkMetrics(float(duration_s), *counts, latency)
