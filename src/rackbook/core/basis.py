@@ -24,8 +24,6 @@ TOKENS: tuple[str, ...] = (
     NA,
     UNKNOWN,
 )
-#: What the figure is per.
-PER: tuple[str, ...] = ("GPU", "node", "deployment", "user", NA, UNKNOWN)
 #: Which GPUs are counted (the denominator of a per-GPU figure, or the deployment of a total).
 GPUS: tuple[str, ...] = (
     "deployment",  # all GPUs of the deployment (prefill and decode pools together)
@@ -40,10 +38,6 @@ GPUS: tuple[str, ...] = (
 #: ``real or none``: measured on a real system whose source does not say whether a draft was
 #: used (MLPerf's summary.csv), never a simulated acceptance.
 SPECULATION: tuple[str, ...] = ("none", "real", "real or none", "simulated", NA, UNKNOWN)
-SERVING: tuple[str, ...] = ("aggregated", "disaggregated", NA, UNKNOWN)
-#: The statistic of a latency (or of a speed derived from one); ``rate`` for a throughput over
-#: a run (tokens over the measuring time); ``value`` for a count, size or price.
-STATISTICS: tuple[str, ...] = ("mean", "median", "p90", "p99", "rate", "value", NA, UNKNOWN)
 #: What kind of workload produced the figure.
 WORKLOADS: tuple[str, ...] = (
     "agentic trace",  # multi-turn, growing contexts, prefix reuse across turns
@@ -56,14 +50,16 @@ WORKLOADS: tuple[str, ...] = (
     UNKNOWN,
 )
 
-#: Parts whose value is one of a closed set, and the set.
+#: Parts whose value is one of a closed set, and the set. ``per``: what the figure is per;
+#: ``statistic``: of a latency (or of a speed derived from one); ``rate`` for a throughput over
+#: a run (tokens over the measuring time); ``value`` for a count, size or price.
 CHOICES: dict[str, tuple[str, ...]] = {
     "tokens": TOKENS,
-    "per": PER,
+    "per": ("GPU", "node", "deployment", "user", NA, UNKNOWN),
     "gpus": GPUS,
     "speculation": SPECULATION,
-    "serving": SERVING,
-    "statistic": STATISTICS,
+    "serving": ("aggregated", "disaggregated", NA, UNKNOWN),
+    "statistic": ("mean", "median", "p90", "p99", "rate", "value", NA, UNKNOWN),
     "workload": WORKLOADS,
 }
 #: The one part a published point may leave ``unknown`` where its source says nothing (MLPerf's
