@@ -69,9 +69,7 @@ class Calibration:
     def family(self, name: str, dtype: str | None = None) -> pd.DataFrame:
         """Rows of one family (and dtype), sorted by size."""
         k = self.kernels
-        sel = k["family"] == name
-        if dtype is not None:
-            sel &= k["dtype"] == dtype
+        sel = (k["family"] == name) & (True if dtype is None else k["dtype"] == dtype)
         return k[sel].sort_values("size", kind="stable").reset_index(drop=True)
 
 
@@ -154,11 +152,8 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
     obj = jsonstream.load(path)
-    if not (
-        isinstance(obj, dict)
-        and isinstance(obj.get("run"), dict)
-        and isinstance(obj.get("kernels"), list)
-    ):
+    parts = (obj.get("run"), obj.get("kernels")) if isinstance(obj, dict) else None
+    if not (parts and isinstance(parts[0], dict) and isinstance(parts[1], list)):
         raise InputError(path, "-", 'expected {"run": {...}, "kernels": [rows]}')
     cols = [c.name for c in schema.CALIBRATION_KERNELS]
     try:

@@ -334,12 +334,9 @@ def format_summary(summary: TraceSummary) -> str:
     else:
         lines.append(f"  {'Valid requests':<36} {s['valid_requests']:d}")
         lines.append(f"  {'Flagged share':<36} {s['flagged_share']:.1%}")
-        for p in s["points"]:
-            if p["flagged_share"]:
-                lines.append(
-                    f"    point {p['point_id']}: {p['valid_requests']} valid, "
-                    f"{p['flagged_share']:.1%} flagged"
-                )
+        for p in (p for p in s["points"] if p["flagged_share"]):
+            share = f"{p['flagged_share']:.1%}"
+            lines.append(f"    point {p['point_id']}: {p['valid_requests']} valid, {share} flagged")
     return "\n".join(lines)
 
 

@@ -75,18 +75,15 @@ def _engine_step_s(d: dict[str, float]) -> float:
 def _token_mismatch(d: dict[str, float], requests: pd.DataFrame) -> str:
     """Why the client's token counts over a point's rows ``requests`` disagree with the servers'
     counter increases ``d`` ("" when they agree)."""
-    success = requests["success"].astype(bool)
-    ok = requests[success]
-    any_failed = not bool(success.all())
+    ok = requests[requests["success"].astype(bool)]
     for counter, col in TOKEN_COUNTERS:
         if counter not in d:
             continue
         server, client = d[counter], float(ok[col].sum())
         if not np.isfinite(server):
             return f"{counter} went down during the point (server restart?)"
-        diff = client - server
-        if any_failed:  # the servers counted the failed requests' tokens too: only an excess
-            diff = max(diff, 0.0)  # on the client's side is a disagreement
+        diff = client - server  # with failed requests (the servers counted their tokens too)
+        diff = max(diff, 0.0) if len(ok) < len(requests) else diff  # only a client excess
         if abs(diff) > TOKEN_MISMATCH_REL * max(server, client, 1.0):
             return f"client counted {client:.0f} {col}, servers' {counter} {server:.0f}"
     return ""
