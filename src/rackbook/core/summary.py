@@ -59,7 +59,8 @@ class PointMetrics:
     flagged_share: float | None = None  # flagged / successful requests
 
     def to_dict(self) -> dict[str, Any]:
-        return _window({"point_id": self.point_id, **self.scenario}, self)
+        head = {"point_id": self.point_id, **self.scenario} | self.metrics.to_dict()
+        return head | {"valid_requests": self.valid_requests, "flagged_share": self.flagged_share}
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,9 @@ class TraceSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """``rackbook summarize --json``."""
-        head = {"trace_id": self.trace_id, "kind": self.kind}
-        return _window(head, self) | {"points": [p.to_dict() for p in self.points]}
-
-
-def _window(head: dict[str, Any], s: PointMetrics | TraceSummary) -> dict[str, Any]:
-    """``head``, then the window's metrics under vLLM's keys, valid requests and flagged share."""
-    return (
-        head | s.metrics.to_dict() | {k: getattr(s, k) for k in ("valid_requests", "flagged_share")}
-    )
+        head = {"trace_id": self.trace_id, "kind": self.kind} | self.metrics.to_dict()
+        valid = {"valid_requests": self.valid_requests, "flagged_share": self.flagged_share}
+        return head | valid | {"points": [p.to_dict() for p in self.points]}
 
 
 class GapHistogram:
