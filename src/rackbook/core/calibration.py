@@ -254,9 +254,8 @@ def compare_lines(table: pd.DataFrame, tolerance: float = TOLERANCE) -> list[str
         name = f"{r.family} {r.dtype} {r.size:,}"
         got = "not measured" if r.measured != r.measured else f"{r.measured:,.4g}"
         ratio = "-" if r.ratio != r.ratio else f"{r.ratio:.3f}"
-        flag = ""
-        if r.flagged:
-            flag = "  <-- not measured" if r.ratio != r.ratio else f"  <-- off by > {tolerance:.0%}"
+        off = "not measured" if r.ratio != r.ratio else f"off by > {tolerance:.0%}"
+        flag = f"  <-- {off}" if r.flagged else ""
         out.append(f"{name:<34} {r.reference:>12,.4g} {got:>12} {ratio:>7} {r.unit}{flag}")
     bad = int(table["flagged"].sum())
     out.append(

@@ -144,10 +144,7 @@ def new_run_info(
         "notes": notes,
         "recorded_by": getpass.getuser() if kind == "recorded" else None,
     }
-    if generator is not None:
-        run["generator"] = generator
-    run.update(extra)
-    return scrub(run)
+    return scrub(run | ({} if generator is None else {"generator": generator}) | extra)
 
 
 def _gpus_text(gpus: list[dict[str, Any]]) -> str:
