@@ -285,10 +285,6 @@ def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
         int(kept.sum()),
         tuple(dict.fromkeys(str(p) for p in point[kept])),
     )
-    if keep.all():
-        return dataclasses.replace(trace, screening=screening), screening
-    out = dataclasses.replace(
-        traces.keep_rows(trace, keep, ~trace.points["point_id"].astype(str).isin(dropped)),
-        screening=screening,
-    )
-    return out, screening
+    if not keep.all():
+        trace = traces.keep_rows(trace, keep, ~trace.points["point_id"].astype(str).isin(dropped))
+    return dataclasses.replace(trace, screening=screening), screening
