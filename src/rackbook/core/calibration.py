@@ -29,11 +29,10 @@ FAMILIES: dict[str, str] = {
     "indexer_scan": "index keys scanned",
     "sparse_attention": "rows in the KV pool",
 }
-DTYPES = ("bf16", "fp8", "fp32", "")
 #: The kernel table's value rules (:func:`rackbook.core.schema.check_rules`).
 RULES: dict[str, schema.Rule] = {
     "family": schema.one_of(FAMILIES),
-    "dtype": schema.one_of(DTYPES),
+    "dtype": schema.one_of(("bf16", "fp8", "fp32", "")),
     **{c: schema.within(0, above=True) for c in ("size", "seconds")},
     **{c: schema.within(0) for c in ("bytes", "flops")},
 }

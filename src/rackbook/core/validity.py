@@ -76,9 +76,7 @@ def _token_mismatch(d: dict[str, float], requests: pd.DataFrame) -> str:
     """Why the client's token counts over a point's rows ``requests`` disagree with the servers'
     counter increases ``d`` ("" when they agree)."""
     ok = requests[requests["success"].astype(bool)]
-    for counter, col in TOKEN_COUNTERS:
-        if counter not in d:
-            continue
+    for counter, col in (pair for pair in TOKEN_COUNTERS if pair[0] in d):
         server, client = d[counter], float(ok[col].sum())
         if not np.isfinite(server):
             return f"{counter} went down during the point (server restart?)"
