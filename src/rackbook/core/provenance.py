@@ -69,16 +69,12 @@ def _run(*cmd: str, timeout: float = 10) -> str:
     return done.stdout.strip()
 
 
-#: The pathspec whose changes make the commit ``+dirty`` (recorded traces aside).
-_TRACKED = ("--", ".", ":(exclude)data/traces")
-
-
 def project_commit() -> str:
     """The project's git commit (``+dirty`` when tracked files changed), or ``unknown``."""
-    git = ("git", "-C", str(ROOT))
+    git, tracked = ("git", "-C", str(ROOT)), ("--", ".", ":(exclude)data/traces")  # not traces
     try:
         sha = _run(*git, "rev-parse", "HEAD")
-        dirty = _run(*git, "status", "--porcelain", "--untracked-files=no", *_TRACKED)
+        dirty = _run(*git, "status", "--porcelain", "--untracked-files=no", *tracked)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
