@@ -92,12 +92,9 @@ def _per_point(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per request row, from its point: the engine step (s: the servers' per-token time, else the
     median TPOT of non-burst successes) and whether, and why, the tokens mismatch the counters."""
-    req = trace.requests
-    sm = trace.extra.get("server_metrics")
-    n = len(req)
-    ref = np.full(n, np.nan)
-    mismatch = np.zeros(n, bool)
-    why_mismatch = np.full(n, "", object)
+    req, sm = trace.requests, trace.extra.get("server_metrics")
+    ref, mismatch = np.full(len(req), np.nan), np.zeros(len(req), bool)
+    why_mismatch = np.full(len(req), "", object)
     for p in pd.unique(pid):
         rows = np.flatnonzero(pid == p)
         d = {} if sm is None or sm.empty else server_metrics.counter_deltas(sm, p)
