@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +24,6 @@ TOKENS: tuple[str, ...] = (
     NA,
     UNKNOWN,
 )
-#: What the figure is per.
-PER: tuple[str, ...] = ("GPU", "node", "deployment", "user", NA, UNKNOWN)
 #: Which GPUs are counted (the denominator of a per-GPU figure, or the deployment of a total).
 GPUS: tuple[str, ...] = (
     "deployment",  # all GPUs of the deployment (prefill and decode pools together)
@@ -40,10 +38,6 @@ GPUS: tuple[str, ...] = (
 #: ``real or none``: measured on a real system whose source does not say whether a draft was
 #: used (MLPerf's summary.csv), never a simulated acceptance.
 SPECULATION: tuple[str, ...] = ("none", "real", "real or none", "simulated", NA, UNKNOWN)
-SERVING: tuple[str, ...] = ("aggregated", "disaggregated", NA, UNKNOWN)
-#: The statistic of a latency (or of a speed derived from one); ``rate`` for a throughput over
-#: a run (tokens over the measuring time); ``value`` for a count, size or price.
-STATISTICS: tuple[str, ...] = ("mean", "median", "p90", "p99", "rate", "value", NA, UNKNOWN)
 #: What kind of workload produced the figure.
 WORKLOADS: tuple[str, ...] = (
     "agentic trace",  # multi-turn, growing contexts, prefix reuse across turns
@@ -56,14 +50,16 @@ WORKLOADS: tuple[str, ...] = (
     UNKNOWN,
 )
 
-#: Parts whose value is one of a closed set, and the set.
+#: Parts whose value is one of a closed set, and the set. ``per``: what the figure is per;
+#: ``statistic``: of a latency (or of a speed derived from one); ``rate`` for a throughput over
+#: a run (tokens over the measuring time); ``value`` for a count, size or price.
 CHOICES: dict[str, tuple[str, ...]] = {
     "tokens": TOKENS,
-    "per": PER,
+    "per": ("GPU", "node", "deployment", "user", NA, UNKNOWN),
     "gpus": GPUS,
     "speculation": SPECULATION,
-    "serving": SERVING,
-    "statistic": STATISTICS,
+    "serving": ("aggregated", "disaggregated", NA, UNKNOWN),
+    "statistic": ("mean", "median", "p90", "p99", "rate", "value", NA, UNKNOWN),
     "workload": WORKLOADS,
 }
 #: The one part a published point may leave ``unknown`` where its source says nothing (MLPerf's
@@ -110,37 +106,28 @@ class Basis:
         """A copy with some parts changed (validated like the original)."""
         return make(dataclasses.asdict(self) | changes, claim=True)
 
-    def unknowns(self) -> list[str]:
-        """The parts that are ``unknown``."""
-        return [k for k, v in dataclasses.asdict(self).items() if v == UNKNOWN]
-
     def short(self, names: Mapping[str, str] | None = None) -> str:
         """One line: ``output tokens; per GPU (deployment, 72 GPUs); ...``, model and hardware by
         their ``names`` where given."""
-        parts = [self.metric if self.metric != UNKNOWN else "what it measures: not stated"]
-        if self.tokens != NA:
-            parts.append(f"{self.tokens} tokens")
-        if self.per != NA:
-            who = f"per {self.per}" if self.per != "deployment" else "deployment total"
-            if self.per == UNKNOWN:  # never "per unknown (unknown)"
-                who = "per what: not stated"
-            if self.gpus not in (NA, UNKNOWN):
-                count = f", {self.gpu_count} GPUs" if self.gpu_count else ""
-                who += f" ({self.gpus}{count})"
-            parts.append(who)
-        if self.workload != NA:
-            parts.append(f"workload {self.workload}")
-        if self.speculation != NA:
-            spec = f"speculation {self.speculation}"
-            if self.acceptance is not None:
-                spec += f" (acceptance {self.acceptance:g})"
-            parts.append(spec)
-        if self.statistic not in (NA, "value"):
-            parts.append(f"statistic {self.statistic}")
-        hw = (names or {}).get(self.hardware, self.hardware)
-        parts += [(names or {}).get(self.model, self.model)]
-        parts += [hw if hw != UNKNOWN else "hardware not stated"]
-        parts.append(self.engine if self.engine != UNKNOWN else "engine not stated")
+        names = names or {}
+        who = {"deployment": "deployment total", UNKNOWN: "per what: not stated"}.get(
+            self.per, f"per {self.per}"
+        )  # never "per unknown (unknown)"
+        if self.gpus not in (NA, UNKNOWN):
+            who += f" ({self.gpus}{f', {self.gpu_count} GPUs' if self.gpu_count else ''})"
+        acc = "" if self.acceptance is None else f" (acceptance {self.acceptance:g})"
+        hw = names.get(self.hardware, self.hardware)
+        parts = [
+            self.metric if self.metric != UNKNOWN else "what it measures: not stated",
+            f"{self.tokens} tokens" if self.tokens != NA else "",
+            who if self.per != NA else "",
+            f"workload {self.workload}" if self.workload != NA else "",
+            f"speculation {self.speculation}{acc}" if self.speculation != NA else "",
+            f"statistic {self.statistic}" if self.statistic not in (NA, "value") else "",
+            names.get(self.model, self.model),
+            hw if hw != UNKNOWN else "hardware not stated",
+            self.engine if self.engine != UNKNOWN else "engine not stated",
+        ]
         return "; ".join(p for p in parts if p and p != NA)
 
 
@@ -219,28 +206,25 @@ def model_key(model: str) -> str:
     return m
 
 
-def hardware_key(hardware: str) -> str:
-    """A hardware name reduced to its GPU (``gb300``, ``b300``...), else lower-cased."""
-    h = hardware.lower().replace(" ", "").replace("-", "")
-    for key in ("gb300", "gb200", "b300", "b200", "mi355x", "mi300x", "h100", "h200", "h800"):
-        if key in h:
-            return key
-    return h
-
-
 #: GPU generations: a difference of generation makes a point an analogue; within one (GB300
-#: and B300), the hardware still differs but the point is near.
+#: and B300), the hardware still differs but the point is near. Keys: hardware_key's order.
 HARDWARE_CLASS: dict[str, str] = {
     "gb300": "blackwell ultra",
-    "b300": "blackwell ultra",
     "gb200": "blackwell",
+    "b300": "blackwell ultra",
     "b200": "blackwell",
+    "mi355x": "cdna4",
+    "mi300x": "cdna3",
     "h100": "hopper",
     "h200": "hopper",
     "h800": "hopper",
-    "mi355x": "cdna4",
-    "mi300x": "cdna3",
 }
+
+
+def hardware_key(hardware: str) -> str:
+    """A hardware name reduced to its GPU (``gb300``, ``b300``...), else lower-cased."""
+    h = hardware.lower().replace(" ", "").replace("-", "")
+    return next((key for key in HARDWARE_CLASS if key in h), h)
 
 
 def hardware_class(hardware: str) -> str:
@@ -261,11 +245,6 @@ def engine_key(engine: str) -> str:
 
 #: How a part's value is reduced before two bases are compared (others: as they are).
 _KEYS = {"model": model_key, "hardware": hardware_key, "engine": engine_key}
-
-
-def _same(part: str, a: Basis, b: Basis) -> bool:
-    key: Callable[[Any], Any] = _KEYS.get(part, lambda v: v)
-    return bool(key(getattr(a, part)) == key(getattr(b, part)))
 
 
 @dataclass(frozen=True)
@@ -302,7 +281,7 @@ def differences(claim: Basis, point: Basis, parts: tuple[str, ...]) -> list[Diff
             simulated = (pv == "simulated") != (cv == "simulated")
             if not simulated and (cv == UNKNOWN or pv == cv):
                 continue
-        elif cv == UNKNOWN or _same(part, claim, point):
+        elif cv == UNKNOWN or (_KEYS[part](cv) == _KEYS[part](pv) if part in _KEYS else cv == pv):
             continue
         shown = "not stated" if pv is None or pv == UNKNOWN else pv  # never "None"
         out.append(Difference(part, shown, cv))

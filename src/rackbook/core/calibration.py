@@ -29,11 +29,10 @@ FAMILIES: dict[str, str] = {
     "indexer_scan": "index keys scanned",
     "sparse_attention": "rows in the KV pool",
 }
-DTYPES = ("bf16", "fp8", "fp32", "")
 #: The kernel table's value rules (:func:`rackbook.core.schema.check_rules`).
 RULES: dict[str, schema.Rule] = {
     "family": schema.one_of(FAMILIES),
-    "dtype": schema.one_of(DTYPES),
+    "dtype": schema.one_of(("bf16", "fp8", "fp32", "")),
     **{c: schema.within(0, above=True) for c in ("size", "seconds")},
     **{c: schema.within(0) for c in ("bytes", "flops")},
 }
@@ -69,9 +68,7 @@ class Calibration:
     def family(self, name: str, dtype: str | None = None) -> pd.DataFrame:
         """Rows of one family (and dtype), sorted by size."""
         k = self.kernels
-        sel = k["family"] == name
-        if dtype is not None:
-            sel &= k["dtype"] == dtype
+        sel = (k["family"] == name) & (True if dtype is None else k["dtype"] == dtype)
         return k[sel].sort_values("size", kind="stable").reset_index(drop=True)
 
 
@@ -154,11 +151,8 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     if not path.is_file():
         raise InputError(path, "--from-json", "not a file (a --save-json file of calibrate)")
     obj = jsonstream.load(path)
-    if not (
-        isinstance(obj, dict)
-        and isinstance(obj.get("run"), dict)
-        and isinstance(obj.get("kernels"), list)
-    ):
+    parts = (obj.get("run"), obj.get("kernels")) if isinstance(obj, dict) else None
+    if not (parts and isinstance(parts[0], dict) and isinstance(parts[1], list)):
         raise InputError(path, "-", 'expected {"run": {...}, "kernels": [rows]}')
     cols = [c.name for c in schema.CALIBRATION_KERNELS]
     try:
@@ -174,33 +168,27 @@ def read_saved(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
 def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """A calibration (run, kernels) from the reference H200 JSON: seconds from the published rates
     (bytes / TB/s, FLOPs / TFLOP/s) or times (us); the method text kept in ``run.method``."""
-    rows: list[tuple[Any, ...]] = []  # (family, dtype, size, seconds, bytes, FLOPs)
-    bw = ref["bandwidth"]
-    n = float(bw["bytes"])
-    rows.append(("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None))
-    rows.append(("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None))
+    bw, n = ref["bandwidth"], float(ref["bandwidth"]["bytes"])
+    rows: list[tuple[Any, ...]] = [  # (family, dtype, size, seconds, bytes, FLOPs)
+        ("hbm_read", "bf16", int(n), n / (bw["read_TBps"] * 1e12), n, None),
+        ("hbm_copy", "bf16", int(n), 2 * n / (bw["copy_rw_TBps"] * 1e12), 2 * n, None),
+    ]
     for key, rate in ref["dense_gemm"].items():
         dtype, size, _unit = key.split("_")
         flops = 2.0 * int(size) ** 3
         rows.append(("dense_gemm", dtype, int(size), flops / (rate * 1e12), None, flops))
-    shapes = dict(REF_SHAPES)
-    per_expert = 3 * shapes["hidden_size"] * shapes["moe_intermediate_size"]
+    per_expert = 3 * REF_SHAPES["hidden_size"] * REF_SHAPES["moe_intermediate_size"]
     for e in ref["experts"]:
-        width = {"fp8": 1, "bf16": 2}[e["dtype"]]
-        flops = 2.0 * e["M"] * per_expert
-        seconds = e["us_per_expert"] * 1e-6
-        rows.append(("expert_gemm", e["dtype"], e["M"], seconds, per_expert * width, flops))
+        size, width = e["M"], {"fp8": 1, "bf16": 2}[e["dtype"]]
+        seconds, flops = e["us_per_expert"] * 1e-6, 2.0 * size * per_expert
+        rows.append(("expert_gemm", e["dtype"], size, seconds, per_expert * width, flops))
     for s in ref["indexer_scan"]:
         rows.append(("indexer_scan", "bf16", s["keys"], s["us"] * 1e-6, s["key_bytes"], None))
     for a in ref["sparse_attention"]:
         rows.append(("sparse_attention", "bf16", a["pool_rows"], a["us"] * 1e-6, None, None))
-    spec = ref["spec_H200"]
-    smi = ref.get("nvidia_smi", "")
+    smi, what = ref.get("nvidia_smi", ""), str(ref.get("what", ""))
     driver = smi.split(",")[1].strip() if smi.count(",") >= 1 else None
-    torch_version = None
-    for word in str(ref.get("what", "")).replace(")", "").split():
-        if word.startswith("2.") and "+" in word:
-            torch_version = word.rstrip(",")
+    tv = [w.rstrip(",") for w in what.replace(")", "").split() if w[:2] == "2." and "+" in w]
     run = {
         "schema_version": schema.SCHEMA_VERSION,
         "content": CONTENT,
@@ -210,14 +198,14 @@ def from_reference(ref: dict[str, Any], source: str) -> tuple[dict[str, Any], pd
         "device": "cuda",
         "gpu": ref["gpu"],
         "hardware": smi,
-        "versions": {"torch": torch_version, "driver": driver, "cuda": None},
-        "spec": {k: spec[k] for k in ("hbm_TBps", "bf16_dense_TFLOPs", "fp8_dense_TFLOPs")},
-        "shapes": shapes,
+        "versions": {"torch": tv[-1] if tv else None, "driver": driver, "cuda": None},
+        "spec": {k: ref["spec_H200"][k] for k in SPEC_RANGES},
+        "shapes": dict(REF_SHAPES),
         "method": ref["method"],
         "commands": [f"rackbook.core.calibration.from_reference({source!r})"],
         "source": source,
         "notes": "Converted from a reference kernel measurement on one H200 SXM (700 W), not a "
-        f"run of rackbook calibrate: {ref.get('what', '')} {ref.get('repeatability', '')}",
+        f"run of rackbook calibrate: {what} {ref.get('repeatability', '')}",
     }
     kernels = pd.DataFrame(rows, columns=[c.name for c in schema.CALIBRATION_KERNELS])
     return run, kernels.astype({"size": "int64", "seconds": float, "bytes": float, "flops": float})
@@ -265,9 +253,8 @@ def compare_lines(table: pd.DataFrame, tolerance: float = TOLERANCE) -> list[str
         name = f"{r.family} {r.dtype} {r.size:,}"
         got = "not measured" if r.measured != r.measured else f"{r.measured:,.4g}"
         ratio = "-" if r.ratio != r.ratio else f"{r.ratio:.3f}"
-        flag = ""
-        if r.flagged:
-            flag = "  <-- not measured" if r.ratio != r.ratio else f"  <-- off by > {tolerance:.0%}"
+        off = "not measured" if r.ratio != r.ratio else f"off by > {tolerance:.0%}"
+        flag = f"  <-- {off}" if r.flagged else ""
         out.append(f"{name:<34} {r.reference:>12,.4g} {got:>12} {ratio:>7} {r.unit}{flag}")
     bad = int(table["flagged"].sum())
     out.append(

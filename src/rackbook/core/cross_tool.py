@@ -46,10 +46,9 @@ def translate(trace: traces.Trace, gpus: int = 1, point_id: str | None = None) -
     ok_mask = mask & trace.requests["success"].to_numpy(dtype=bool)
     gaps_s = trace.itl["itl_s"].to_numpy(np.float64)[ok_mask[trace.itl["request_row"].to_numpy()]]
     m = vllm_metrics(req, gaps_s, dur).to_dict()
-    ok = req[req["success"]]
-    e2el = ok["e2el_s"].to_numpy(np.float64)
-    n = ok["output_tokens"].to_numpy(np.int64)
-    gdl_tpot_ms = float(np.mean(e2el[n > 0] / n[n > 0]) * 1000) if (n > 0).any() else 0.0
+    ok = req[req["success"] & (req["output_tokens"] > 0)]
+    per_token = ok["e2el_s"].to_numpy(np.float64) / ok["output_tokens"].to_numpy(np.int64)
+    gdl_tpot_ms = float(np.mean(per_token) * 1000) if len(ok) else 0.0
     tpot = m["mean_tpot_ms"]
     figures = {
         "tpot": tpot,

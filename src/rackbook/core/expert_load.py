@@ -29,14 +29,11 @@ def _checked_rows(rows: Any, source: _Source, field: str) -> np.ndarray:
         raise InputError(source, field, "expected a non-empty list of per-layer lists")
     if all(not isinstance(r, (list, tuple)) for r in rows):
         rows = [rows]
-    width = None
     for i, row in enumerate(rows):
         if not isinstance(row, (list, tuple)):
             raise InputError(source, f"{field}[{i}]", "expected a list of token counts")
-        if width is None:
-            width = len(row)
-        elif len(row) != width:
-            problem = f"ragged rows: {len(row)} experts, row 0 has {width}"
+        if len(row) != len(rows[0]):
+            problem = f"ragged rows: {len(row)} experts, row 0 has {len(rows[0])}"
             raise InputError(source, f"{field}[{i}]", problem)
         for j, v in enumerate(row):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -112,9 +109,7 @@ def parse_eplb_log_lines(lines: Iterable[str], source: _Source = None) -> Any:
                 raise InputError(source, where, "steps until rearrangement is not an int") from None
         rows.append(row)
     cols = ["line", "step", *_REQUIRED]
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return pd.DataFrame(columns=cols)
+    df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=cols)
     return df[cols + [c for c in df.columns if c not in cols]]
 
 

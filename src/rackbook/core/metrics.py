@@ -52,23 +52,19 @@ def order_stats(v: np.ndarray, percentiles: Sequence[float]) -> tuple[float, lis
         h = (n - 1) * (np.float64(p) / 100)  # np.percentile's virtual index
         lo = int(math.floor(h))
         plans.append((lo, min(lo + 1, n - 1), h - np.floor(h)))
-    got, base = {}, 0
+    base = 0
     for k in sorted({(n - 1) // 2, n // 2, *(i for lo, hi, _ in plans for i in (lo, hi))}):
-        rest = v[base:]  # the values of rank ``base`` and above
+        rest = v[base:]  # the values of rank ``base`` and above; rank k then stays at v[k]
         if k > base:
             rest.partition(k - base)  # one rank: numpy's vectorised selection
         else:  # the next rank: the smallest left, moved to the front
             i = int(rest.argmin())
             rest[0], rest[i] = rest[i], rest[0]
-        got[k], base = rest[k - base], k + 1
-    median = np.mean(np.array([got[(n - 1) // 2], got[n // 2]])[: 2 - n % 2])
-    pct = [_lerp(got[lo], got[hi], t) for lo, hi, t in plans]
+        base = k + 1
+    median = np.mean(v[[(n - 1) // 2, n // 2]][: 2 - n % 2])
+    ends = [(v[lo], v[hi] - v[lo], v[hi], t) for lo, hi, t in plans]  # np.percentile's lerp:
+    pct = [float(b - d * (1 - t) if t >= 0.5 else a + d * t) for a, d, b, t in ends]
     return float(median), pct
-
-
-def _lerp(a: float, b: float, t: float) -> float:
-    diff = b - a
-    return float(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
 
 
 def mean_std(v: np.ndarray, block: int = 1 << 20) -> tuple[np.float64, np.float64]:
@@ -127,13 +123,8 @@ def named_stats(
         f"std_{name}_ms": float(std * 1000),
     }
     for p, x in zip(percentiles, pct, strict=True):
-        out[f"p{pword(p)}_{name}_ms"] = float(x * 1000)
+        out[f"p{int(p) if int(p) == p else p}_{name}_ms"] = float(x * 1000)  # p99, p99.9
     return out
-
-
-def pword(p: float) -> str:
-    """A percentile as vLLM writes it in a key: 99.0 -> "99", 99.9 -> "99.9"."""
-    return str(int(p)) if int(p) == p else str(p)
 
 
 def tpot_s(ttft_s: np.ndarray, e2el_s: np.ndarray, output_tokens: np.ndarray) -> np.ndarray:
@@ -150,14 +141,13 @@ def vllm_metrics(
 ) -> BenchmarkMetrics:
     """vLLM's metrics of one window: ``requests``, gaps ``itl_s`` (s), ``duration_s`` (s)."""
     ok = requests["success"].to_numpy(dtype=bool)
-    ttft = requests["ttft_s"].to_numpy(dtype=np.float64)[ok]
-    e2el = requests["e2el_s"].to_numpy(dtype=np.float64)[ok]
-    out_tok = requests["output_tokens"].to_numpy(dtype=np.int64)[ok]
-    in_tok = requests["prompt_tokens"].to_numpy(dtype=np.int64)[ok]
-    completed = int(ok.sum())
-    tpot, itl = tpot_s(ttft, e2el, out_tok), np.asarray(itl_s, dtype=np.float64)
-    values = {"ttft": ttft, "tpot": tpot, "itl": itl, "e2el": e2el}
-    stats = {m: latency_stats(m, v, percentiles) for m, v in values.items()}
-    latency = {k: v for m in LATENCY_METRICS for k, v in stats[m].items()}
-    counts = (completed, int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()))
+    ttft, e2el = (requests[c].to_numpy(dtype=np.float64)[ok] for c in ("ttft_s", "e2el_s"))
+    out_tok, in_tok = (
+        requests[c].to_numpy(np.int64)[ok] for c in ("output_tokens", "prompt_tokens")
+    )
+    values = {"ttft": ttft, "tpot": tpot_s(ttft, e2el, out_tok), "itl": itl_s, "e2el": e2el}
+    latency: dict[str, float] = {}
+    for m in LATENCY_METRICS:
+        latency |= latency_stats(m, np.asarray(values[m], dtype=np.float64), percentiles)
+    counts = (int(ok.sum()), int((~ok).sum()), int(in_tok.sum()), int(out_tok.sum()))
     return BenchmarkMetrics(float(duration_s), *counts, latency)

@@ -69,16 +69,12 @@ def _run(*cmd: str, timeout: float = 10) -> str:
     return done.stdout.strip()
 
 
-#: The pathspec whose changes make the commit ``+dirty`` (recorded traces aside).
-_TRACKED = ("--", ".", ":(exclude)data/traces")
-
-
 def project_commit() -> str:
     """The project's git commit (``+dirty`` when tracked files changed), or ``unknown``."""
-    git = ("git", "-C", str(ROOT))
+    git, tracked = ("git", "-C", str(ROOT)), ("--", ".", ":(exclude)data/traces")  # not traces
     try:
         sha = _run(*git, "rev-parse", "HEAD")
-        dirty = _run(*git, "status", "--porcelain", "--untracked-files=no", *_TRACKED)
+        dirty = _run(*git, "status", "--porcelain", "--untracked-files=no", *tracked)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
@@ -88,10 +84,8 @@ def hardware_inventory() -> dict[str, Any]:
     """CPU model, logical cores, memory (bytes), host name and GPUs (``nvidia-smi``, if any)."""
     cpu = platform.processor() or ""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        found = re.search(r"^model name.*?:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+        cpu = found.group(1).strip() if found else cpu
     mem = None
     with contextlib.suppress(ValueError, OSError, AttributeError):
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -146,10 +140,7 @@ def new_run_info(
         "notes": notes,
         "recorded_by": getpass.getuser() if kind == "recorded" else None,
     }
-    if generator is not None:
-        run["generator"] = generator
-    run.update(extra)
-    return scrub(run)
+    return scrub(run | ({} if generator is None else {"generator": generator}) | extra)
 
 
 def _gpus_text(gpus: list[dict[str, Any]]) -> str:
@@ -161,7 +152,6 @@ def hardware_label(run: dict[str, Any]) -> str:
     """Where a trace was measured, e.g. ``4 x B300 (declared at import)``."""
     hw = run.get("hardware") or {}
     gpus = hw.get("gpus") or []
-    hosts = hw.get("hosts") or 1
     if isinstance(hw.get("declared"), dict) and gpus:
         return f"{_gpus_text(gpus)} (declared at import)"
     server = run.get("server")
@@ -170,8 +160,6 @@ def hardware_label(run: dict[str, Any]) -> str:
         if not sg:
             return "an endpoint whose GPUs were not declared (RACKBOOK_SERVER_GPUS)"
         return f"{_gpus_text(sg)} (declared for the endpoint)"
-    if gpus:
-        core = _gpus_text(gpus)
-    else:
-        core = f"{hw.get('cpu_cores', '?')}-core {hw.get('cpu_model') or 'unknown CPU'}, no GPU"
-    return core + (f", {hosts} hosts" if hosts and hosts > 1 else "")
+    cpu = f"{hw.get('cpu_cores', '?')}-core {hw.get('cpu_model') or 'unknown CPU'}, no GPU"
+    hosts = hw.get("hosts") or 1
+    return (_gpus_text(gpus) if gpus else cpu) + (f", {hosts} hosts" if hosts > 1 else "")

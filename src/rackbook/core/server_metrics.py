@@ -21,19 +21,13 @@ def counter_deltas(server_metrics: pd.DataFrame, point_id: str) -> dict[str, flo
     """After - before per counter (no ``_total``) over one point, summed over labels and servers; a
     counter that went down gives NaN."""
     sm = server_metrics[server_metrics["point_id"] == point_id]
-    if sm.empty:
+    base = sm["metric"].str.removesuffix("_total")
+    sums = sm.groupby([sm["server"], base, sm["phase"]])["value"].sum().unstack("phase")
+    if not {"before", "after"} <= set(sums.columns):
         return {}
-    sm = sm.assign(base=sm["metric"].str.removesuffix("_total"))
-    sums = sm.groupby(["server", "base", "phase"])["value"].sum()
-    out: dict[str, float] = {}
-    for (server, base), _ in sums.groupby(level=[0, 1]):
-        before = sums.get((server, base, "before"))
-        after = sums.get((server, base, "after"))
-        if before is None or after is None:
-            continue
-        d = float(after) - float(before)
-        out[base] = out.get(base, 0.0) + (d if d >= 0 else np.nan)
-    return out
+    d = (sums["after"] - sums["before"]).dropna()  # a counter on one server: both phases
+    d[d < 0] = np.nan
+    return {str(k): float(v.to_numpy().sum()) for k, v in d.groupby(level=1)}
 
 
 def prefix_cache_hit_rate(server_metrics: pd.DataFrame, point_id: str) -> tuple[float, str]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rackbook.core import traces
+from rackbook.core import traces, validity
 from rackbook.core.metrics import (
     LATENCY_METRICS,
     PERCENTILES,
@@ -23,6 +23,7 @@ from rackbook.core.metrics import (
     grouped_stats,
     named_stats,
 )
+from rackbook.core.units import plural
 from rackbook.errors import InputError
 
 SCENARIO_KEYS = ("engine", "config", "batch_size", "concurrency", "context_tokens", "num_gpus")
@@ -58,7 +59,8 @@ class PointMetrics:
     flagged_share: float | None = None  # flagged / successful requests
 
     def to_dict(self) -> dict[str, Any]:
-        return _window({"point_id": self.point_id, **self.scenario}, self)
+        head = {"point_id": self.point_id, **self.scenario} | self.metrics.to_dict()
+        return head | {"valid_requests": self.valid_requests, "flagged_share": self.flagged_share}
 
 
 @dataclass(frozen=True)
@@ -74,15 +76,9 @@ class TraceSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """``rackbook summarize --json``."""
-        head = {"trace_id": self.trace_id, "kind": self.kind}
-        return _window(head, self) | {"points": [p.to_dict() for p in self.points]}
-
-
-def _window(head: dict[str, Any], s: PointMetrics | TraceSummary) -> dict[str, Any]:
-    """``head``, then the window's metrics under vLLM's keys, valid requests and flagged share."""
-    return (
-        head | s.metrics.to_dict() | {k: getattr(s, k) for k in ("valid_requests", "flagged_share")}
-    )
+        head = {"trace_id": self.trace_id, "kind": self.kind} | self.metrics.to_dict()
+        valid = {"valid_requests": self.valid_requests, "flagged_share": self.flagged_share}
+        return head | valid | {"points": [p.to_dict() for p in self.points]}
 
 
 class GapHistogram:
@@ -150,28 +146,6 @@ def _hist_stats(row: tuple[Any, ...], percentiles: tuple[float, ...]) -> dict[st
     return named_stats("itl", stats, percentiles)
 
 
-def _gap_stats(
-    req: _Requests, gaps: _Gaps, n_gaps: int, npoints: int
-) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """ITL statistics of chunks (request rows, gaps in s) of ``n_gaps`` rows of requests ``req``
-    (its room reused); exact up to :data:`EXACT_ITL_MAX` gaps."""
-    hist = GapHistogram(npoints + 1) if n_gaps > EXACT_ITL_MAX else None
-    values, codes, k = req.block, req.code_block, 0
-    for rows, v in gaps:
-        code = req.row_code[rows]
-        keep = code >= 0
-        if not keep.all():
-            code, v = code[keep], v[keep]
-        if hist is not None:
-            hist.add(code, v)
-            continue
-        values[k : k + v.size], codes[k : k + v.size] = v, code
-        k += v.size
-    if hist is not None:
-        return hist.stats(PERCENTILES, npoints)
-    return grouped_stats("itl", values[:k], codes[:k], npoints, PERCENTILES)
-
-
 def _file_gaps(path: Path, n_req: int, chunk_rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(request rows, gaps in s) of ``path``/itl.parquet a chunk at a time, checked."""
     with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
@@ -226,43 +200,36 @@ class _Requests:
         self.size["tpot"] = k + oc.size
         self.row_code[off : off + ok.size] = np.where(ok, codes, -1)
 
-    def stats(self) -> dict[str, Any]:
-        """Statistics of TTFT, TPOT, E2EL by metric (the values are spent)."""
+    def stats(self, gaps: _Gaps, n_gaps: int) -> dict[str, Any]:
+        """Statistics of TTFT, TPOT, E2EL, then of ITL (chunks of request rows, gaps in s;
+        ``n_gaps`` rows) in the spent values' room, exact up to :data:`EXACT_ITL_MAX` gaps."""
         k, kt = self.size["ttft"], self.size["tpot"]
         pairs = {"ttft": (k, "ttft"), "tpot": (kt, "tpot"), "e2el": (k, "ttft")}
         out = {}
         for m, (n, c) in pairs.items():
             out[m] = grouped_stats(m, self.values[m][:n], self.codes[c][:n], self.P, PERCENTILES)
-        return out
-
-
-def _file_requests(path: Path, pts: pd.DataFrame, n: tuple[int, int], chunk_rows: int) -> _Requests:
-    """``path``/requests.parquet, checked a chunk at a time; ``n``: request and gap rows."""
-    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
-    acc = _Requests(n[0], len(pts), n[1])
-    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
-        traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
-    ) as chunks:  # on error: its thread stops
-        for off, c in chunks:
-            in_dict, values = c.pop("point_id")
-            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
-            if (lut < 0).any():
-                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
-                problem = f"point {unknown[0]!r} is not in points.parquet"
-                raise InputError(path, "requests.point_id", problem)
-            c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
-            traces.check_request_rows(c, c["success"], path, offset=off)
-            acc.add(off, c)
-    return acc
+        hist = GapHistogram(self.P + 1) if n_gaps > EXACT_ITL_MAX else None
+        values, codes, k = self.block, self.code_block, 0
+        for rows, v in gaps:
+            code = self.row_code[rows]
+            keep = code >= 0
+            if not keep.all():
+                code, v = code[keep], v[keep]
+            if hist is not None:
+                hist.add(code, v)
+                continue
+            values[k : k + v.size], codes[k : k + v.size] = v, code
+            k += v.size
+        if hist is not None:
+            return out | {"itl": hist.stats(PERCENTILES, self.P)}
+        return out | {"itl": grouped_stats("itl", values[:k], codes[:k], self.P, PERCENTILES)}
 
 
 def _summarize(
     points: pd.DataFrame, req: _Requests, gaps: _Gaps, n_gaps: int, run: tuple[str, str]
 ) -> TraceSummary:
     """The summary of requests ``req`` and gap chunks; ``run``: the trace's id and kind."""
-    P, counts = len(points), req.counts
-    stats = req.stats()
-    stats["itl"] = _gap_stats(req, gaps, n_gaps, P)
+    counts, stats = req.counts, req.stats(gaps, n_gaps)
 
     def window(duration: float, sel: Any, i: int | None) -> BenchmarkMetrics:
         n = [int(c[sel].sum()) for c in counts]
@@ -279,29 +246,17 @@ def _summarize(
     return TraceSummary(run[0], run[1], total, rows)
 
 
-def _point_index(point_ids: Any, points: pd.DataFrame) -> np.ndarray:
-    """Index of each id in ``points`` (first match), ``len(points)`` when absent."""
-    idx = pd.Index(points["point_id"].astype(str)).drop_duplicates()
-    codes = idx.get_indexer(pd.Index(point_ids).astype(str))
-    codes[codes < 0] = len(points)
-    return codes
-
-
 def summarize(trace: traces.Trace) -> TraceSummary:
-    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point."""
-    r, gaps = trace.requests, trace.itl
-    req = _Requests(len(r), len(trace.points), len(gaps))
-    cols = {c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}
-    req.add(0, {**cols, "codes": _point_index(r["point_id"], trace.points)})
+    """Metrics of a whole trace, gaps loaded (windows as one, durations summed) and per point,
+    with its valid counts and flagged shares."""
+    r, gaps, pts = trace.requests, trace.itl, trace.points
+    req = _Requests(len(r), len(pts), len(gaps))
+    idx = pd.Index(pts["point_id"].astype(str)).drop_duplicates()
+    codes = idx.get_indexer(pd.Index(r["point_id"]).astype(str))  # first match; absent: -1
+    codes[codes < 0] = len(pts)
+    req.add(0, {**{c: r[c].to_numpy(dtype=t) for c, t in _REQUEST_COLUMNS.items()}, "codes": codes})
     chunk = (gaps["request_row"].to_numpy(), gaps["itl_s"].to_numpy(dtype=np.float64))
-    run = (trace.trace_id, trace.kind)
-    return with_validity(_summarize(trace.points, req, [chunk], len(gaps), run), trace)
-
-
-def with_validity(summary: TraceSummary, trace: traces.Trace) -> TraceSummary:
-    """``summary`` with ``trace``'s valid counts and flagged shares (vLLM's figures kept)."""
-    from rackbook.core import validity
-
+    summary = _summarize(pts, req, [chunk], len(gaps), (trace.trace_id, trace.kind))
     pv = validity.point_validity(trace).set_index("point_id")
 
     def checked(p: PointMetrics) -> PointMetrics:
@@ -328,10 +283,23 @@ def summarize_path(
         return summarize(traces.read_trace(path))
     pts = traces.conform(traces.read_table(path, "points"), "points", path)
     traces.check_points(pts, path)
-    req = _file_requests(path, pts, (n_req, n_itl), chunk_rows)
+    pid_index = {p: i for i, p in enumerate(pts["point_id"].tolist())}
+    req = _Requests(n_req, len(pts), n_itl)
+    with contextlib.closing(  # type: ignore[type-var]  # iter_table: a generator
+        traces.iter_table(path, "requests", ["point_id", *_REQUEST_COLUMNS], chunk_rows)
+    ) as chunks:  # on error: its thread stops
+        for off, c in chunks:
+            in_dict, values = c.pop("point_id")
+            lut = np.array([pid_index.get(v, -1) for v in values], dtype=np.int32)
+            if (lut < 0).any():
+                unknown = sorted(v for v, i in zip(values, lut, strict=True) if i < 0)
+                problem = f"point {unknown[0]!r} is not in points.parquet"
+                raise InputError(path, "requests.point_id", problem)
+            c["codes"] = lut[in_dict] if lut.size else np.zeros(0, np.int32)
+            traces.check_request_rows(c, c["success"], path, offset=off)
+            req.add(off, c)
     ids = (str(run.get("trace_id", "")), str(run.get("kind", "")))
-    gaps = _file_gaps(path, n_req, chunk_rows)
-    res = _summarize(pts, req, gaps, n_itl, ids)
+    res = _summarize(pts, req, _file_gaps(path, n_req, chunk_rows), n_itl, ids)
     if res.metrics.completed:  # one value, the median itself: the check validate makes
         median_s = np.array([res.metrics.latency["median_e2el_ms"] / 1000])
         traces.check_latency_unit(median_s, path, "requests.e2el_s")
@@ -341,8 +309,7 @@ def summarize_path(
 def format_summary(summary: TraceSummary) -> str:
     """Human-readable table of a summary, in vLLM's wording."""
     s = summary.to_dict()
-    n = len(s["points"])
-    lines = [f"trace {s['trace_id']} ({s['kind']}), {n} point{'' if n == 1 else 's'}"]
+    lines = [f"trace {s['trace_id']} ({s['kind']}), {plural(len(s['points']), 'point')}"]
     rows = [
         ("Successful requests", "completed"),
         ("Failed requests", "failed"),
@@ -362,12 +329,9 @@ def format_summary(summary: TraceSummary) -> str:
     else:
         lines.append(f"  {'Valid requests':<36} {s['valid_requests']:d}")
         lines.append(f"  {'Flagged share':<36} {s['flagged_share']:.1%}")
-        for p in s["points"]:
-            if p["flagged_share"]:
-                lines.append(
-                    f"    point {p['point_id']}: {p['valid_requests']} valid, "
-                    f"{p['flagged_share']:.1%} flagged"
-                )
+        for p in (p for p in s["points"] if p["flagged_share"]):
+            share = f"{p['flagged_share']:.1%}"
+            lines.append(f"    point {p['point_id']}: {p['valid_requests']} valid, {share} flagged")
     return "\n".join(lines)
 
 
@@ -378,41 +342,26 @@ def published_summary(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     """``rackbook summarize --json`` of a published trace: id, kind, point count and per (hardware,
     engine) the count and least/most tok/s per GPU (None where unpublished)."""
     pts = traces.read_table(path, "published_points")
-    groups = (
+    g = (
         pts.groupby(["hardware", "engine"], sort=True, dropna=False)["tok_s_per_gpu"]
-        .agg(["count", "min", "max"])
+        .agg(points="count", tok_s_per_gpu_min="min", tok_s_per_gpu_max="max")
         .reset_index()
     )
-    rows = [
-        {
-            "hardware": _stated(g.hardware),
-            "engine": _stated(g.engine),
-            "points": int(g["count"]),
-            "tok_s_per_gpu_min": None if pd.isna(g["min"]) else float(g["min"]),
-            "tok_s_per_gpu_max": None if pd.isna(g["max"]) else float(g["max"]),
-        }
-        for _, g in groups.iterrows()
-    ]
+    g[["hardware", "engine"]] = g[["hardware", "engine"]].fillna("not stated").astype(str)
     head = {"trace_id": run.get("trace_id"), "kind": "published", "points": len(pts)}
-    return head | {"groups": rows}
-
-
-def _stated(value: Any) -> str:
-    return "not stated" if pd.isna(value) else str(value)
-
-
-def _points(n: int, word: str = "point") -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    return head | {"groups": g.astype(object).where(g.notna(), None).to_dict("records")}
 
 
 def format_published_summary(path: Path, doc: dict[str, Any]) -> str:
     """:func:`published_summary`'s ``doc`` as lines for a terminal."""
     lines = [
-        f"{path}: published trace, {_points(doc['points'], 'published point')} (no requests: "
+        f"{path}: published trace, {plural(doc['points'], 'published point')} (no requests: "
         "vLLM's request metrics do not apply; tokens/s per GPU as published)"
     ]
     for r in doc["groups"]:
         lo, hi = r["tok_s_per_gpu_min"], r["tok_s_per_gpu_max"]
         span = "n/a" if lo is None else f"{lo:,.0f} to {hi:,.0f}"
-        lines.append(f"  {r['hardware']} / {r['engine']}: {_points(r['points'])}, {span} tok/s/GPU")
+        lines.append(
+            f"  {r['hardware']} / {r['engine']}: {plural(r['points'], 'point')}, {span} tok/s/GPU"
+        )
     return "\n".join(lines)

@@ -10,10 +10,8 @@ _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 def fmt(value: float, unit: str, digits: int = 4) -> str:
     """``value`` with a decimal SI prefix: ``fmt(1.5e16, "FLOP/s") == "15 PFLOP/s"``."""
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}"
+    scale, prefix = next(((s, p) for s, p in _PREFIXES if abs(value) >= s), (1, ""))
+    return f"{value / scale:.{digits}g} {prefix}{unit}"
 
 
 def eng(value: float, digits: int = 4) -> str:
@@ -50,8 +48,7 @@ def ratio_text(x: float) -> str:
 def percent(share: float, digits: int = 1, sign: bool = False) -> str:
     """A share (1 = 100 %) as a percentage with ``digits`` decimals, a trailing ``.0`` dropped:
     ``percent(0.64) == "64 %"``, ``percent(0.857) == "85.7 %"``; ``sign`` writes ``+``."""
-    text = f"{100 * share:+.{digits}f}" if sign else f"{100 * share:.{digits}f}"
-    return text.removesuffix(".0") + " %"
+    return f"{100 * share:{'+' if sign else ''}.{digits}f}".removesuffix(".0") + " %"
 
 
 def number(v: float, figures: int | None = None) -> str:

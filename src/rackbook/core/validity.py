@@ -75,49 +75,26 @@ def _engine_step_s(d: dict[str, float]) -> float:
 def _token_mismatch(d: dict[str, float], requests: pd.DataFrame) -> str:
     """Why the client's token counts over a point's rows ``requests`` disagree with the servers'
     counter increases ``d`` ("" when they agree)."""
-    success = requests["success"].astype(bool)
-    ok = requests[success]
-    any_failed = not bool(success.all())
-    for counter, col in TOKEN_COUNTERS:
-        if counter not in d:
-            continue
+    ok = requests[requests["success"].astype(bool)]
+    for counter, col in (pair for pair in TOKEN_COUNTERS if pair[0] in d):
         server, client = d[counter], float(ok[col].sum())
         if not np.isfinite(server):
             return f"{counter} went down during the point (server restart?)"
-        diff = client - server
-        if any_failed:  # the servers counted the failed requests' tokens too: only an excess
-            diff = max(diff, 0.0)  # on the client's side is a disagreement
+        diff = client - server  # with failed requests (the servers counted their tokens too)
+        diff = max(diff, 0.0) if len(ok) < len(requests) else diff  # only a client excess
         if abs(diff) > TOKEN_MISMATCH_REL * max(server, client, 1.0):
             return f"client counted {client:.0f} {col}, servers' {counter} {server:.0f}"
     return ""
 
 
-def _median_gaps(trace: traces.Trace, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per request row: the median gap (s; NaN without gaps) and the gap count."""
-    gaps = trace.itl
-    if not trace.itl_loaded and trace.path is not None:
-        gaps = traces.read_table(trace.path, "itl")
-    med = np.full(n, np.nan)
-    ngap = np.zeros(n, np.int64)
-    if len(gaps):
-        g = gaps.groupby("request_row")["itl_s"]
-        m, c = g.median(), g.size()
-        med[m.index.to_numpy()] = m.to_numpy(dtype=np.float64)
-        ngap[c.index.to_numpy()] = c.to_numpy()
-    return med, ngap
-
-
 def _per_point(
     trace: traces.Trace, pid: np.ndarray, ok: np.ndarray, burst: np.ndarray, tpot: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, list[str]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per request row, from its point: the engine step (s: the servers' per-token time, else the
     median TPOT of non-burst successes) and whether, and why, the tokens mismatch the counters."""
-    req = trace.requests
-    sm = trace.extra.get("server_metrics")
-    n = len(req)
-    ref = np.full(n, np.nan)
-    mismatch = np.zeros(n, bool)
-    why_mismatch = [""] * n
+    req, sm = trace.requests, trace.extra.get("server_metrics")
+    ref, mismatch = np.full(len(req), np.nan), np.zeros(len(req), bool)
+    why_mismatch = np.full(len(req), "", object)
     for p in pd.unique(pid):
         rows = np.flatnonzero(pid == p)
         d = {} if sm is None or sm.empty else server_metrics.counter_deltas(sm, p)
@@ -130,9 +107,7 @@ def _per_point(
         ref[rows] = step
         why = _token_mismatch(d, req.iloc[rows])
         if why:
-            mismatch[rows] = ok[rows]
-            for r in rows:
-                why_mismatch[r] = why
+            mismatch[rows], why_mismatch[rows] = ok[rows], why
     return ref, mismatch, why_mismatch
 
 
@@ -171,7 +146,12 @@ def check_requests(trace: traces.Trace) -> pd.DataFrame:
         share = np.where(e2el > 0, (e2el - ttft) / e2el, np.nan)
         tpot = np.where(out_tok > 1, (e2el - ttft) / (out_tok - 1), np.nan)
     burst = ok & (out_tok > BURST_MIN_TOKENS) & (share < BURST_DECODE_SHARE)
-    med, ngap = _median_gaps(trace, n)
+    gaps = trace.itl
+    if not trace.itl_loaded and trace.path is not None:
+        gaps = traces.read_table(trace.path, "itl")
+    g, rows = gaps.groupby("request_row"), pd.RangeIndex(n)  # per row: median gap (s), count
+    med = g["itl_s"].median().reindex(rows).to_numpy(np.float64)  # NaN without gaps
+    ngap = g.size().reindex(rows, fill_value=0).to_numpy()
     ref, mismatch, why_mismatch = _per_point(trace, pid, ok, burst, tpot)
     with np.errstate(invalid="ignore"):
         below_clock = med < CLOCK_RESOLUTION_S
@@ -255,17 +235,13 @@ class Screening:
     kept_flagged: int = 0
     accepted_points: tuple[str, ...] = ()
 
-    @property
-    def share(self) -> float:
-        """Flagged over successful requests (0 without successful requests)."""
-        return self.flagged / self.successful if self.successful else 0.0
-
     def text(self) -> str:
         """One sentence for the chapter: what was left out and why (empty when nothing was)."""
         if not self.flagged:
             return ""
         counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in self.by_check.items() if n)
-        out = f"{self.flagged} of {self.successful} successful requests ({percent(self.share)})"
+        share = percent(self.flagged / self.successful)  # flagged: some were successful
+        out = f"{self.flagged} of {self.successful} successful requests ({share})"
         out += f" were flagged ({counts})"
         if self.kept_flagged:
             out += (
@@ -304,10 +280,6 @@ def valid_trace(trace: traces.Trace) -> tuple[traces.Trace, Screening]:
         int(kept.sum()),
         tuple(dict.fromkeys(str(p) for p in point[kept])),
     )
-    if keep.all():
-        return dataclasses.replace(trace, screening=screening), screening
-    out = dataclasses.replace(
-        traces.keep_rows(trace, keep, ~trace.points["point_id"].astype(str).isin(dropped)),
-        screening=screening,
-    )
-    return out, screening
+    if not keep.all():
+        trace = traces.keep_rows(trace, keep, ~trace.points["point_id"].astype(str).isin(dropped))
+    return dataclasses.replace(trace, screening=screening), screening
