@@ -254,7 +254,7 @@ def test_expected_reads_the_bounds_usable_memory_and_served_format(gb300) -> Non
 
 
 def test_placement_and_brief_read_the_claim_against_the_interval() -> None:
-    from rackbook.results.verdicts import brief, placement
+    from rackbook.results.conclusions import brief, placement
 
     # expected 1,000 tok/s/GPU in [490, 1,830]: a claim of 2,000 is above, 400 below, 1,000
     # within; the brief names the place, the range and the multiple

@@ -53,6 +53,7 @@ SHARED_RESULTS = {
     "headline",
     "verdicts",
     "evidence",
+    "published_rows",
     "conclusions",
     "__init__",
 }

@@ -23,7 +23,7 @@ from rackbook.core.importers import inferencex, mlperf, points
 from rackbook.errors import InputError
 from rackbook.inputs import claims, loader
 from rackbook.inputs import claims as figures
-from rackbook.results import evidence
+from rackbook.results import evidence, published_rows
 
 FIX = Path(__file__).parent / "fixtures" / "published"
 SOURCES = paths.DATA / "published" / "sources"
@@ -455,7 +455,7 @@ def test_shipped_traces_rebuild_from_the_saved_sources(tmp_path):
         capture_output=True,
         cwd=paths.ROOT,
     )
-    for name in evidence.SHIPPED:
+    for name in published_rows.SHIPPED:
         new = traces.read_trace(tmp_path / name)
         old = traces.read_trace(paths.DATA / "published" / name)
         pd.testing.assert_frame_equal(new.extra["published_points"], old.extra["published_points"])
@@ -475,7 +475,7 @@ def test_no_published_row_rests_on_a_test_fixture():
     were, until 2026-12-06: InferenceX-app's Cypress fixture). The fixture stays an importer
     test input, and figures.yaml's rejected list says why it is not evidence."""
     shipped = sorted(p.parent.name for p in (paths.DATA / "published").glob("*/run.json"))
-    assert shipped == sorted(evidence.SHIPPED) and "inferencex-dsr1" not in shipped
+    assert shipped == sorted(published_rows.SHIPPED) and "inferencex-dsr1" not in shipped
     for name in shipped:
         src = traces.read_trace(paths.DATA / "published" / name).run["source"]
         where = f"{src['url']} {src.get('path') or ''}".lower()
@@ -683,7 +683,7 @@ def test_claim_reading_reaches_every_verdict_on_real_points():
 
 def test_published_points_table():
     p = evidence.published_points()
-    assert list(p.columns) == evidence.POINT_COLUMNS
+    assert list(p.columns) == published_rows.POINT_COLUMNS
     assert (p["kind"] == "published").all() and p["id"].is_unique
     reg = claims.load_claims()
     assert set(p["claim_id"]) <= set(reg.ids)
@@ -741,7 +741,7 @@ def test_prefill_gain_reads_vllms_own_prefill_table():
     gain on the same new tokens; across TP4 and DEP2, 1K to 128K, +43.2 % to +64.8 %. It is
     the chapter's closest point (near: no cached prefix, the claim's is 128,000 tokens);
     Mooncake's 3.8x stays an analogue."""
-    cells = evidence.load_prefill_table()
+    cells = published_rows.load_prefill_table()
     assert len(cells) == 10 and {c.cfg for c in cells} == {"TP4", "DEP2"}
     tp4 = next(c for c in cells if c.cfg == "TP4" and c.prompt == "128K")
     assert (tp4.gpus, tp4.off_ms, tp4.graph_ms) == (4, 2267.0, 1392.0)
@@ -766,7 +766,7 @@ def test_bad_prefill_table_is_one_error_line(tmp_path):
     bad = tmp_path / "t.js"
     bad.write_text('const DATA = [{ cfg: "TP4", rows: [{ p: "1K", off: 1, eager: 1, graph: 0 }]}];')
     with pytest.raises(InputError, match=r"t.js: DATA\[0\]\.rows\[0\]\.graph: must be > 0"):
-        evidence.load_prefill_table(bad)
+        published_rows.load_prefill_table(bad)
 
 
 def test_each_registry_figure_re_reads_from_its_stored_source():
@@ -796,7 +796,7 @@ def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
         for h in (0.95, 0.96)
     ]
     assert want[0] == pytest.approx(41.86, abs=0.01) and want[1] == pytest.approx(36.83, abs=0.01)
-    got = evidence.token_value_per_gpu_hour(954000, out, 0.95, (0.003, 0.15, 0.6))
+    got = published_rows.token_value_per_gpu_hour(954000, out, 0.95, (0.003, 0.15, 0.6))
     assert got == pytest.approx(want[0])
     e = evidence.claim_evidence("rack-scaling.cost")
     tv = next(b for b in e.bases if b.name.startswith("a token value"))

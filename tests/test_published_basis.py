@@ -15,8 +15,8 @@ from rackbook import paths
 from rackbook.core.importers import inferencex, sglang_cookbook
 from rackbook.errors import InputError
 from rackbook.inputs import claims as figures
-from rackbook.results import evidence
 from rackbook.results import evidence as ev
+from rackbook.results import published_rows
 
 #: An AgentX row in the API's format (/api/v1/benchmarks: benchmark_type agentic_traces, null
 #: ISL/OSL, P90 interactivity), numbers made up for the test.
@@ -78,7 +78,7 @@ def test_agentx_rows_import_with_their_own_basis(tmp_path):
 
 def test_agentx_output_is_per_all_gpus_fixed_disaggregated_per_decode_gpu(tmp_path):
     df = _import(tmp_path, [AGENTX, FIXED]).assign(source="inferencex-dsr1")
-    out = [evidence.converted_rows(r)[0]["value"] for _, r in df.iterrows()]
+    out = [published_rows.converted_rows(r)[0]["value"] for _, r in df.iterrows()]
     assert out[0] == 1000.0  # AgentX: already over all 20 GPUs
     assert out[1] == pytest.approx(1000.0 * 16 / 20)  # fixed-length: per decode GPU x 16 / 20
 

@@ -102,7 +102,7 @@ SHORT_BASIS = 60
 
 def _reading_html(r: dict[str, Any], validation: str) -> str:
     """One reading in a verdict cell, its reason one click away."""
-    from rackbook.results.verdicts import brief as expected_brief
+    from rackbook.results.conclusions import brief as expected_brief
 
     name = str(r.get("basis") or "")
     short = name and len(name) <= SHORT_BASIS and not any(c in name for c in ";|")

@@ -93,19 +93,19 @@ class PrefillRate:
 def prefill_rate() -> PrefillRate:
     """The fastest per-GPU prefill of the longest prompt in vLLM's prefill-TTFT table (``K``
     read as 1,000 tokens: the slower rate)."""
-    from rackbook.results import evidence
+    from rackbook.results import published_rows
 
-    cells = evidence.load_prefill_table()
+    cells = published_rows.load_prefill_table()
 
     def tokens(label: str) -> int:
         if not (m := re.fullmatch(r"(\d+)K", label)):
-            raise ValueError(f"{evidence.PREFILL_TABLE}: prompt label {label!r}")
+            raise ValueError(f"{published_rows.PREFILL_TABLE}: prompt label {label!r}")
         return int(m.group(1)) * 1000
 
     longest = max(tokens(c.prompt) for c in cells)
     rate = {c: longest / (c.graph_ms / 1000) / c.gpus for c in cells if tokens(c.prompt) == longest}
     best = max(rate, key=rate.__getitem__)
-    src = evidence.source_fields(evidence.PREFILL_SOURCE)
+    src = published_rows.source_fields(published_rows.PREFILL_SOURCE)
     page, date = src["page"].split()[0], src["date"].split()[0]
     return PrefillRate(rate[best], best.cfg, best.gpus, longest, best.graph_ms, page, date)
 

@@ -1,7 +1,8 @@
 """``rackbook record SCENARIO`` in .venv-live: ``vllm serve`` per phase on 127.0.0.1 (or --endpoint
 URLs), raw artifacts in ``OUT.raw/``, the trace ``OUT`` by the vllm-bench importer. A point over
-2 % flagged runs once more, then stops (exit 2) unless --accept-invalid. One idea: one recording,
-plan to servers to record.json to trace, read in one place so a resumed run decides as the first."""
+2 % flagged runs once more, then stops (exit 2) unless --accept-invalid.
+One idea: one recording, plan to servers to record.json to trace, in one place so that a resumed
+run decides as the first did."""
 
 from __future__ import annotations
 

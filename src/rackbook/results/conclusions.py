@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 from rackbook.core.basis import NAMES
 from rackbook.core.units import number, ratio_text
 from rackbook.inputs.claims import Claim, Registry, load_claims
-from rackbook.results.evidence import (
+from rackbook.results.published_rows import (
     MODELLED_NOTE,
     near_text,
     point_ratio,
@@ -22,7 +22,6 @@ from rackbook.results.evidence import (
     side,
     span_text,
 )
-from rackbook.results.verdicts import brief
 
 #: The grades, lowest first (level 1 to 4).
 GRADES: tuple[str, ...] = (
@@ -595,3 +594,24 @@ def summarize(claim: Claim, readings: Iterable[Mapping[str, Any]]) -> Summary:
     why = "a physics bound decides" if word == "impossible as stated" else ""
     why = why or next((w for _, w in first), "")
     return Summary(claim.id, word, _plain_finding(claim, rs, word), grade, why)
+
+
+def placement(d: Mapping[str, Any]) -> str:
+    """``below``, ``within`` or ``above`` an :func:`expected` reading's interval, "" without."""
+    exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
+    if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
+        return ""
+    claim = ratio * exp
+    return "below" if claim < low else "above" if claim > high else "within"
+
+
+def brief(d: Mapping[str, Any], validation: str = "") -> str:
+    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, error."""
+    where = placement(d)
+    if not where:
+        return ""
+    line = (
+        f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
+        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {ratio_text(d['ratio'])})"
+    )
+    return line + (f"; model error: {validation}" if validation else "")

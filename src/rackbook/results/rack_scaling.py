@@ -1,8 +1,9 @@
 """rack-scaling: the tokens each sweep point counts (tok/s, in all and per GPU), the points' GPU
 counts and scaling from a reference (speedup T_n / T_1, efficiency speedup / (n / n_1)); the
 readings of ``rack-scaling.throughput``, ``.speedup`` and ``.cost`` against ceilings, cached
-shares, cost and token revenue; the analysis, outcome and quoted values (every reading feeds
-the outcome and the prose quotes both, so they change together)."""
+shares, cost and token revenue; the analysis, outcome and quoted values.
+One idea: the chapter's readings and outcome; every reading feeds the outcome and the prose
+quotes both, so they change together."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from rackbook.inputs import catalogs, loader
 from rackbook.physics import check as check_mod
 from rackbook.physics import expected as exp_mod
 from rackbook.physics.check import Workload
-from rackbook.results import evidence
+from rackbook.results import published_rows
 
 MAPPING = "published/validation.yaml"  # under data/
 #: The fit's grid: kernel-efficiency factors (dimensionless).
@@ -106,7 +106,7 @@ class Prediction:
 
 
 def _row_value(row: Any, *names: str) -> float | None:
-    vals = (evidence.float_or_none(row.get(n)) for n in names)
+    vals = (published_rows.float_or_none(row.get(n)) for n in names)
     return next((v for v in vals if v is not None and math.isfinite(v)), None)
 
 
@@ -117,9 +117,9 @@ def load(path: str | Path | None = None) -> tuple[list[Point], list[Excluded]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
         raise InputError(file, "points", "a list of points is required")
     sources = doc.get("sources") or {}
-    pts = evidence.trace_points(str(paths.DATA / "published")).to_dict("records")
+    pts = published_rows.trace_points(str(paths.DATA / "published")).to_dict("records")
     rows = {(str(r["source"]), str(r["point_id"])): r for r in pts}
-    figs = {f.id: f for f in evidence.registries(str(paths.DATA))[1].figures}
+    figs = {f.id: f for f in published_rows.registries(str(paths.DATA))[1].figures}
     points: list[Point] = []
     excluded: list[Excluded] = []
     for i, raw in enumerate(doc["points"]):
@@ -158,7 +158,7 @@ def _point(
         measured = _row_value(r, col, "tok_s_per_gpu") or 0.0
         ttft, tpot = (_row_value(r, f"{k}_mean_s", f"{k}_median_s") for k in ("ttft", "tpot"))
         conc = _row_value(r, "concurrency")
-        spec.setdefault("gpus", evidence.int_or_none(r.get("gpus")))
+        spec.setdefault("gpus", published_rows.int_or_none(r.get("gpus")))
         for k in ("isl", "osl"):
             spec.setdefault(k, _row_value(r, k))
     if not measured or measured <= 0:

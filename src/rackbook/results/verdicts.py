@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rackbook.core import provenance
-from rackbook.core.units import percent, ratio_text
+from rackbook.core.units import percent
 from rackbook.physics import attainable as _attainable
 from rackbook.physics import expected as _expected
 from rackbook.physics.check import Check
@@ -129,24 +128,3 @@ def attainable(c: Check, what: str = "") -> dict[str, Any]:
     e = _expected.for_check(c, fit=fit)
     d = e.to_dict() | {"text": lead + e.text(fit.validation_text)}
     return out | {"expected": {k: d[k] for k in (*keys, "text")}}
-
-
-def placement(d: Mapping[str, Any]) -> str:
-    """``below``, ``within`` or ``above`` an :func:`expected` reading's interval, "" without."""
-    exp, low, high, ratio = (d.get(k) for k in ("tok_s_per_gpu", "low", "high", "ratio"))
-    if not all(isinstance(x, (int, float)) for x in (exp, low, high, ratio)) or not exp or exp <= 0:
-        return ""
-    claim = ratio * exp
-    return "below" if claim < low else "above" if claim > high else "within"
-
-
-def brief(d: Mapping[str, Any], validation: str = "") -> str:
-    """``claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x)``, error."""
-    where = placement(d)
-    if not where:
-        return ""
-    line = (
-        f"claim {where} what real deployments reach (~{d['tok_s_per_gpu']:,.0f}, "
-        f"{d['low']:,.0f}-{d['high']:,.0f} tok/s/GPU: {ratio_text(d['ratio'])})"
-    )
-    return line + (f"; model error: {validation}" if validation else "")
