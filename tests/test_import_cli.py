@@ -142,7 +142,7 @@ def test_bad_label(tmp_path, write_json, run_cli):
         ("absent", "does not exist"),
         ("file", "not a folder"),
         ("no-run", "missing run.json"),
-        ("bad-run", "not valid JSON"),
+        ("bad-run", "truncated JSON"),
         ("no-requests", "missing table requests.parquet"),
     ],
 )
