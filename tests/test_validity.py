@@ -180,3 +180,152 @@ def test_points_accepted_when_recorded_keep_their_flagged_requests_and_say_so():
     # the other point's flagged request is still left out
     assert (kept.requests["point_id"] == "ctx-128").sum() == 3
     assert f"{s.flagged - 4} are left out" in s2.text()
+
+
+# Each documented threshold at and just past its value (a mutated constant or comparison fails).
+
+
+def _offline_row0(e2el, ttft, tokens):
+    t = _t("clean-offline")
+    t.requests.loc[0, ["e2el_s", "ttft_s", "output_tokens"]] = [e2el, ttft, tokens]
+    return V.check_requests(t)
+
+
+def test_burst_needs_more_than_eight_tokens():
+    """Decode 0.1 % of e2el: 8 tokens is no burst (BURST_MIN_TOKENS), 9 is."""
+    assert V.BURST_MIN_TOKENS == 8
+    assert not _offline_row0(1.0, 0.999, 8).loc[0, "burst"]
+    c = _offline_row0(1.0, 0.999, 9)
+    assert c.loc[0, "burst"] and not c.loc[1:, "burst"].any()
+    assert "burst: decode window 0.1 % of e2el for 9 tokens (< 10 %)" in c.loc[0, "reason"]
+
+
+def test_burst_share_is_strictly_below_ten_percent():
+    """(10 - 9) / 10 is exactly 0.10: not a burst; 0.0999 is."""
+    assert not _offline_row0(10.0, 9.0, 32).loc[0, "burst"]
+    assert _offline_row0(10.0, 9.001, 32).loc[0, "burst"]
+
+
+def _gaps_row0(values):
+    t = _t("clean-offline")
+    other = t.itl[t.itl["request_row"] != 0]
+    mine = pd.DataFrame({"request_row": 0, "itl_s": values}).astype(t.itl.dtypes.to_dict())
+    t.itl = pd.concat([mine, other], ignore_index=True)
+    return V.check_requests(t)
+
+
+def test_tiny_gaps_need_two_gaps():
+    assert V.MIN_GAPS == 2
+    assert not _gaps_row0([5e-7]).loc[0, "tiny_gaps"]
+    c = _gaps_row0([5e-7, 5e-7])
+    assert c.loc[0, "tiny_gaps"] and not c.loc[1:, "tiny_gaps"].any()
+
+
+def test_clock_resolution_is_strict_and_named():
+    """A median of exactly 1 us is read against the engine step; below it, the clock is named."""
+    at = _gaps_row0([1e-6, 1e-6]).loc[0]
+    assert at["tiny_gaps"] and "vs engine step" in at["reason"]
+    below = _gaps_row0([9.9e-7, 9.9e-7]).loc[0]
+    assert below["tiny_gaps"] and "median 0.99 µs below the clock's resolution" in below["reason"]
+
+
+def test_tiny_gaps_at_a_tenth_of_the_engine_step():
+    """No server counters: the engine step is the point's median TPOT."""
+    r = _t("clean-offline").requests
+    ref = float(np.median((r["e2el_s"] - r["ttft_s"]) / (r["output_tokens"] - 1)))
+    assert V.MIN_GAP_SHARE == 0.10
+    assert not _gaps_row0([ref * 0.1001] * 3).loc[0, "tiny_gaps"]
+    c = _gaps_row0([ref * 0.0999] * 3).loc[0]
+    assert c["tiny_gaps"] and f"vs engine step {ref * 1e3:.4g} ms" in c["reason"]
+
+
+def _generated(server_delta, fail_first=False):
+    t = _t("clean-prefill")
+    sm = t.extra["server_metrics"].copy()
+    gen = (sm["metric"] == "vllm:generation_tokens_total") & (sm["phase"] == "after")
+    sm.loc[gen, "value"] = 9.0 + server_delta  # before: 9; the client counted 96
+    t.extra["server_metrics"] = sm
+    if fail_first:
+        t.requests.loc[0, "success"] = False
+    return V.check_requests(t)
+
+
+def test_token_mismatch_slack_is_half_a_percent():
+    """96 client tokens: servers' 96.4 is within 0.5 % of the larger, 96.5 is not; 95.5 (a
+    client excess of 0.5 over 96) is not either."""
+    assert V.TOKEN_MISMATCH_REL == 0.005
+    assert not _generated(96.4)["token_mismatch"].any()
+    assert _generated(96.5)["token_mismatch"].all()
+    assert _generated(95.5)["token_mismatch"].all()
+
+
+def test_with_failed_requests_only_a_client_excess_counts():
+    """The servers also counted the failed request's tokens: fewer on the client is no
+    mismatch then, more is."""
+    tokens = float(_t("clean-prefill").requests["output_tokens"].iloc[1:].sum())
+    c = _generated(tokens + 50, fail_first=True)
+    assert not c["token_mismatch"].any()
+    c = _generated(tokens - 5, fail_first=True)
+    assert c.loc[1:, "token_mismatch"].all() and not c.loc[0, "token_mismatch"]
+
+
+def test_a_point_needs_three_valid_requests():
+    t = _t("clean-offline")
+    t.requests.loc[3:, "success"] = False
+    assert V.point_validity(t).iloc[0]["enough"]  # rows 0-2
+    t.requests.loc[2, "success"] = False
+    row = V.point_validity(t).iloc[0]
+    assert not row["enough"] and row["reason"] == "2 valid requests (< 3)"
+
+
+@pytest.mark.parametrize("n, acceptable", [(50, True), (49, False)])
+def test_one_flagged_in_fifty_is_acceptable(n, acceptable):
+    t = _t("clean-offline")
+    pid = str(t.points["point_id"].iloc[0])
+    flagged = np.arange(n) == 0
+    checks = pd.DataFrame(
+        {
+            "point_id": pid,
+            "success": True,
+            "flagged": flagged,
+            "valid": ~flagged,
+            "burst": flagged,
+            "tiny_gaps": False,
+            "token_mismatch": False,
+            "reason": np.where(flagged, "burst: x", ""),
+        }
+    )
+    row = V.point_validity(t, checks).iloc[0]
+    assert (row["flagged"], row["valid"], row["burst"]) == (1, n - 1, 1)
+    assert row["flagged_share"] == pytest.approx(1 / n) and bool(row["acceptable"]) is acceptable
+    said = f"1 of {n} requests flagged (2 %, at most 2 % allowed: 1 burst); first: burst: x"
+    assert row["reason"] == ("" if acceptable else said)
+
+
+def test_engine_step_counters_are_tried_in_order():
+    """The first histogram with both sum and a positive count gives the step (s)."""
+    (s1, c1), (s2, c2) = V.ENGINE_STEP_COUNTERS
+    assert V._engine_step_s({s1: 0.3, c1: 100.0, s2: 0.5, c2: 100.0}) == pytest.approx(0.003)
+    assert V._engine_step_s({s1: 0.3, c1: 0.0, s2: 0.5, c2: 100.0}) == pytest.approx(0.005)
+    assert V._engine_step_s({s1: 0.3, s2: 0.5, c2: 100.0}) == pytest.approx(0.005)
+    assert V._engine_step_s({s1: float("nan"), c1: 5.0, s2: 0.5, c2: 100.0}) == pytest.approx(0.005)
+    assert np.isnan(V._engine_step_s({c1: 5.0}))
+
+
+def test_reasons_join_with_semicolons_and_say_milliseconds():
+    c = V.check_requests(_t("single-user"))
+    assert "tokens (< 10 %); tiny gaps: median " in c.loc[1, "reason"]  # a burst with tiny gaps
+    row = V.point_validity(_t("single-user")).iloc[0]
+    assert row["reason"].endswith("; 0 valid requests (< 3)")
+    r = _t("clean-offline").requests
+    ref = float(np.median((r["e2el_s"] - r["ttft_s"]) / (r["output_tokens"] - 1)))
+    why = _gaps_row0([ref * 0.05] * 3).loc[0, "reason"]
+    assert why == f"tiny gaps: median {ref * 0.05e3:.4g} ms vs engine step {ref * 1e3:.4g} ms"
+
+
+def test_a_point_of_failed_requests_has_no_flagged_share():
+    t = _t("clean-offline")
+    t.requests["success"] = False
+    row = V.point_validity(t).iloc[0]
+    assert (row["successful"], row["flagged"], row["flagged_share"]) == (0, 0, 0.0)
+    assert row["acceptable"] and not row["enough"]
