@@ -4,6 +4,8 @@ share with a claim's named basis to decide (:data:`DECISIVE`), the bases a claim
 (:data:`PLAUSIBLE`) and when physics rules one out, and when a related measurement is near
 evidence (:class:`Near`)."""
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import math

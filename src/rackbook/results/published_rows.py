@@ -3,6 +3,8 @@ converted or derived from them (MLPerf ratios, vLLM's prefill-TTFT table, token 
 prices) and ``figures.yaml``'s, each in the unit of the claim it bears on, with its basis.
 Units: the claim's own; ``tok/s/GPU`` per GPU; ``tok/s per user`` = 1000 / TPOT in ms."""
 
+from __future__ import annotations
+
 import dataclasses
 import email
 import functools
