@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -268,11 +268,14 @@ class Recorder:
         sc, result, pt_k = self.sc, self.raw / "serve" / name, replace(pt, seed=pt.seed + k)
         return bench.bench_argv(pt_k, url, sc.model, sc.served_model_name, result, meta)
 
+    def _recorded(self, folder: str, names: Iterable[str]) -> bool:
+        """With --resume: every raw file ``names`` under ``folder`` of the raw folder exists."""
+        return self.resume and all(raw_file(self.raw / folder / n).exists() for n in names)
+
     def run_phase(self, phase: Phase) -> None:
         """All points of one server configuration (:meth:`run`: on the front cores)."""
         sc = self.sc
-        done = lambda pt: all(raw_file(self.raw / "serve" / n).exists() for n in pt.raw_names())  # noqa: E731
-        todo = [pt for pt in phase.points if not (self.resume and done(pt))]
+        todo = [pt for pt in phase.points if not self._recorded("serve", pt.raw_names())]
         eng: dict[str, Any] = {
             "label": phase.label,
             "points_skipped_resume": [pt.point_id for pt in phase.points if pt not in todo],
@@ -534,8 +537,7 @@ class Recorder:
         """All offline fixed-batch points with one ``vllm.LLM`` (decode-parity)."""
         sc = self.sc
         assert isinstance(sc, DecodeParity)
-        done = lambda b: raw_file(self.raw / "offline" / f"b{b}.json").exists()  # noqa: E731
-        todo = [b for b in sc.batch_sizes if not (self.resume and done(b))]
+        todo = [b for b in sc.batch_sizes if not self._recorded("offline", [f"b{b}.json"])]
         args = bench.offline_args(sc)
         cmd, mine = bench.offline_command(args), server_mod.format_cpu_list(os.sched_getaffinity(0))
         eng: dict[str, Any] = {
