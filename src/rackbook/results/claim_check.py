@@ -258,8 +258,6 @@ def readings(
         from rackbook.results import registry
 
         registry.check_trace(None, args.trace, "--trace")
-    if args.batch is not None and args.concurrency is not None:
-        raise InputError("-", "--concurrency", "give --concurrency or --batch, not both")
     share_arg, kw = args.cached_share, _check_kwargs(args)
     unknown, t = share_arg == "unknown", None
     known = None if share_arg is None or unknown else float(share_arg)
