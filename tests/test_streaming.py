@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rackbook import limits
-from rackbook.core import jsonstream, vllm_json
+from rackbook.core import jsonreader, jsonstream, vllm_json
 from rackbook.core.traces import read_trace
 from rackbook.errors import InputError
 from rackbook.paths import RESULTS
@@ -69,7 +69,7 @@ def test_a_huge_integer_anywhere_is_one_line(tmp_path, run_cli):
 
 
 def test_a_very_long_string_is_one_line(tmp_path, run_cli, monkeypatch):
-    monkeypatch.setattr(jsonstream, "MAX_STRING_MB", 0.01)
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 0.01)
     d = small_result(errors=["", "x" * 20_000, "boom"])
     code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
     _one_line(code, err, "r.json: errors[1]: ", "a string longer than 0.01 MB")
@@ -126,7 +126,7 @@ def test_too_many_requests_before_input_lens_are_refused(tmp_path, run_cli, monk
 
 
 def test_an_object_with_too_many_keys_is_refused(tmp_path, run_cli, monkeypatch):
-    monkeypatch.setattr(jsonstream, "MAX_KEYS", 100)
+    monkeypatch.setattr(jsonreader, "MAX_KEYS", 100)
     d = small_result(extra={str(i): i for i in range(500)})
     code, _, err = _import(run_cli, tmp_path, _write(tmp_path, "r.json", json.dumps(d)))
     _one_line(code, err, "r.json: extra: an object with more than 100 keys")
@@ -136,7 +136,7 @@ def test_many_empty_objects_in_inferencex_are_refused_within_the_budget(
     tmp_path, run_cli, monkeypatch
 ):
     """The 180 MB InferenceX JSON of empty objects: its values pass the budget, one line."""
-    monkeypatch.setattr(jsonstream, "VALUE_BUDGET_MB", 1.0)
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1.0)
     src = _write(tmp_path, "x.json", b"[" + b"{}," * 200_000 + b"{}]")
     code, _, err = _import(run_cli, tmp_path, src, "inferencex", "--source-url", "https://x.org")
     _one_line(code, err, "x.json: -: ", "values need more than 1 MB of memory")
@@ -149,7 +149,7 @@ def test_many_empty_objects_within_the_budget_are_named_as_rows(tmp_path, run_cl
 
 
 def test_a_huge_headline_json_for_list_is_one_line(tmp_path, run_cli, monkeypatch):
-    monkeypatch.setattr(jsonstream, "VALUE_BUDGET_MB", 1.0)
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1.0)
     reading = {"claim_id": "c", "reading": "physics", "verdict": "possible", "reason": "r"}
     doc = {"result": RESULTS[0], "headlines": [], "readings": [reading] * 20_000}
     _write(tmp_path, f"{RESULTS[0]}.json", json.dumps(doc))
@@ -342,7 +342,7 @@ KINDS = {
 def test_every_shape_is_a_result_or_one_line(tmp_path_factory, run_cli, monkeypatch, kind, data):
     monkeypatch.setattr(jsonstream, "PIECE", 8)  # cut small files into many pieces
     monkeypatch.setattr(jsonstream, "CUT_SEARCH", 8)
-    monkeypatch.setattr(jsonstream, "CHUNK", 5)
+    monkeypatch.setattr(jsonreader, "CHUNK", 5)
     make, name, extra = KINDS[kind]
     content = _mutate(data.draw(make()), data.draw)
     work = tmp_path_factory.mktemp(kind)
@@ -364,7 +364,7 @@ def test_load_json_matches_python_json_on_valid_files(tmp_path, monkeypatch):
     """Plain values read in pieces are exactly what Python's json reads."""
     monkeypatch.setattr(jsonstream, "PIECE", 8)
     monkeypatch.setattr(jsonstream, "CUT_SEARCH", 8)
-    monkeypatch.setattr(jsonstream, "CHUNK", 3)
+    monkeypatch.setattr(jsonreader, "CHUNK", 3)
     docs = [
         [{"a": [1, 2, {"b": "c,},{"}]}, {"a": []}] * 7,
         {"rows": [[1, "x"], [2, "y]"], []] * 5, "n": None},

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
-from rackbook.core import importers, jsonstream, traces, vllm_json
+from rackbook.core import importers, jsonreader, jsonstream, traces, vllm_json
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
 
@@ -19,7 +19,7 @@ from rackbook.errors import InputError
 @pytest.fixture(autouse=True)
 def small_pieces(monkeypatch):
     """Tiny buffers and pieces: every cut and refill happens inside a small file."""
-    monkeypatch.setattr(jsonstream, "CHUNK", 7)
+    monkeypatch.setattr(jsonreader, "CHUNK", 7)
     monkeypatch.setattr(jsonstream, "PIECE", 16)
     monkeypatch.setattr(jsonstream, "CUT_SEARCH", 16)
 
