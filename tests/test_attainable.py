@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from rackbook.core import calibration
@@ -225,8 +227,6 @@ def test_deployment_flag_is_stated(run_cli):
 
 def test_the_efficiencies_kept_on_disk_read_back_exactly():
     # what `rackbook check` reads without pandas is the calibration's own numbers, arrays too
-    import numpy as np
-
     e = at._efficiencies(None)  # noqa: SLF001
     doc = at._to_json(e)  # noqa: SLF001
     assert json.loads(json.dumps(doc)) == doc and doc["stream"] == pytest.approx(0.9, abs=0.01)
@@ -237,3 +237,182 @@ def test_the_efficiencies_kept_on_disk_read_back_exactly():
     pairs = [*zip(e.scan + e.attention, back.scan + back.attention, strict=True)]
     pairs += [p for k in e.experts for p in zip(e.experts[k], back.experts[k], strict=True)]
     assert all(b.dtype == np.float64 and np.array_equal(a, b) for a, b in pairs)
+
+
+# ------------------------------------------------------------------ edges (issue 39, item 7)
+
+
+def test_the_calibration_read_by_hand():
+    """The shipped reference folder read afresh (not the copy kept on disk): the data sheet in
+    run.json, the best HBM read and dense GEMM rates against it, both expert curves, the scan and
+    attention timings and the shapes they were timed at."""
+    e = at._efficiencies(None)  # noqa: SLF001
+    assert (e.gpu, e.spec_bw) == ("NVIDIA H200", 4.8e12)
+    assert e.label == calibration.read_calibration().label and "H200" in e.label
+    assert e.spec_flops == {"bf16": 989e12, "fp8": 1979e12}
+    assert e.stream == pytest.approx(STREAM, rel=1e-12)
+    assert e.dense == pytest.approx({"fp8": FP8, "bf16": BF16}, rel=1e-12)
+    assert set(e.experts) == {"fp8", "bf16"}
+    tokens = [1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    for dtype, width, first, last in (("fp8", 1, 13.867, 243.377), ("bf16", 2, 23.944, 436.632)):
+        sizes, secs, nbytes, flops = e.experts[dtype]
+        assert sizes.tolist() == tokens and nbytes.tolist() == [EXPERT_FP8 * width] * 11
+        assert (secs[0], secs[-1]) == pytest.approx((first * 1e-6, last * 1e-6), rel=1e-12)
+        assert flops.tolist() == [2 * t * EXPERT_FP8 for t in tokens]
+    assert e.scan[0].tolist() == [131_072, 262_144, 524_288, 875_520]
+    assert e.scan[1] == pytest.approx([119.325e-6, 153.171e-6, 225.907e-6, 311.504e-6])
+    assert e.attention[0].tolist() == [131_072, 875_520]
+    assert e.attention[1] == pytest.approx([24.816e-6, 25.12e-6])
+    assert e.shapes == calibration.REF_SHAPES
+    assert at._to_json(e) == at._to_json(at.efficiencies())  # noqa: SLF001
+
+
+@pytest.mark.parametrize(
+    "family", ["hbm_read", "dense_gemm", "expert_gemm", "indexer_scan", "sparse_attention"]
+)
+def test_a_calibration_without_a_kernel_family_names_it(tmp_path, family):
+    cal = calibration.read_calibration()
+    kept = cal.kernels[cal.kernels["family"] != family].reset_index(drop=True)
+    out = calibration.write_calibration(tmp_path / "part", cal.run, kept)
+    with pytest.raises(InputError) as err:
+        at.efficiencies(calibration.read_calibration(out))
+    assert (err.value.file, err.value.field) == (str(out), "kernels")
+    assert err.value.problem == f"no {family} rows"
+    # a calibration not read from a folder is named as such
+    with pytest.raises(InputError) as err:
+        at.efficiencies(calibration.Calibration(cal.run, kept, None))
+    assert (err.value.file, err.value.field) == ("calibration", "kernels")
+
+
+def test_a_calibration_of_one_expert_dtype_and_one_data_sheet_figure(tmp_path, v41):
+    """FP8 expert GEMMs only, and no BF16 figure on the data sheet: the BF16 dense GEMMs have no
+    fraction, and every expert reads the FP8 curve."""
+    cal = calibration.read_calibration()
+    k = cal.kernels
+    kept = k[~((k["family"] == "expert_gemm") & (k["dtype"] == "bf16"))].reset_index(drop=True)
+    spec = {"hbm_TBps": 4.8, "fp8_dense_TFLOPs": 1979}
+    out = calibration.write_calibration(tmp_path / "fp8", dict(cal.run, spec=spec), kept)
+    e = at.efficiencies(calibration.read_calibration(out))
+    assert e.spec_flops == {"fp8": 1979e12} and set(e.experts) == {"fp8"}
+    assert e.dense == pytest.approx({"fp8": FP8}, rel=1e-12)
+    bf16 = v41.model_copy(
+        update={"weights": v41.weights.model_copy(update={"routed_expert_dtype": "bf16"})}
+    )
+    assert at.expert_dtypes(e, bf16) == ("bf16", "fp8")
+
+
+def test_a_cpu_calibration_names_its_data_sheet(tmp_path):
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    out = calibration.write_calibration(tmp_path / "cpu", run, cal.kernels)
+    with pytest.raises(InputError) as err:
+        at.efficiencies(calibration.read_calibration(out))
+    assert (err.value.file, err.value.field) == (str(out), "run.json.spec")
+    assert err.value.problem.startswith("no data sheet (a CPU calibration has none)")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "hopper"),
+    [
+        ("NVIDIA H100 80GB HBM3", True),
+        ("NVIDIA H200", True),
+        ("nvidia h800", True),
+        ("NVIDIA H20", True),
+        ("NVIDIA GH200 480GB", True),
+        ("NVIDIA B200", False),
+        ("NVIDIA GB300", False),
+    ],
+)
+def test_hopper_parts_by_name(eff, gpu, hopper):
+    assert replace(eff, gpu=gpu).hopper is hopper
+
+
+def test_interpolation_of_a_timed_curve():
+    """Proportional below the first size (a time per key or token), linear between sizes, and
+    past the last size the last segment's slope (never falling)."""
+    xs, ys = np.array([1.0, 2.0, 4.0]), np.array([10.0, 14.0, 30.0])
+    interp = at._interp  # noqa: SLF001
+    assert [interp(x, xs, ys) for x in (0.5, 1.0, 1.5, 3.0, 4.0, 6.0)] == [
+        5.0, 10.0, 12.0, 22.0, 30.0, 46.0
+    ]  # fmt: skip
+    falling = np.array([10.0, 14.0, 12.0])
+    assert (interp(3.0, xs, falling), interp(6.0, xs, falling)) == (13.0, 12.0)
+    one_x, one_y = np.array([2.0]), np.array([6.0])
+    assert (interp(1.0, one_x, one_y), interp(2.0, one_x, one_y), interp(5.0, one_x, one_y)) == (
+        3.0, 6.0, 15.0
+    )  # fmt: skip
+
+
+def test_scan_past_the_largest_size_timed_runs_at_the_best_rate(eff):
+    """Keys past 875,520 are read at the best rate; a curve whose best rate is not its last
+    point shows that the rate, not the last segment, is used past it."""
+    rate = 875_520 / 311.504e-6
+    assert at.scan_seconds(eff, 2_000_000, 1) == pytest.approx(2_000_000 / rate, rel=1e-12)
+    # sizes 100 and 200 keys at 1 and 4 s: best rate 100 keys/s
+    e = replace(eff, scan=(np.array([100.0, 200.0]), np.array([1.0, 4.0])))
+    assert at.scan_seconds(e, 200, 1) == 4.0  # the time of a size timed
+    assert at.scan_seconds(e, 300, 1) == 3.0  # 300 keys at 100 keys/s, not 4 + 3 x 1
+    assert at.scan_seconds(e, 150, 1) == 2.5
+    assert at.scan_seconds(e, 150, 3) == 4.5  # 450 keys at 100 keys/s: more than one's 2.5
+
+
+def test_expert_dtype_and_the_curve_it_reads(eff, v41):
+    def fmt(routed, dense="fp8"):
+        w = v41.weights.model_copy(
+            update={
+                "routed_expert_dtype": routed,
+                "dense_dtype": dense,
+                "routed_expert_bytes": None,
+            }
+        )
+        return v41.model_copy(update={"weights": w})
+
+    assert at.expert_dtypes(eff, v41) == ("fp4", "fp8")  # no FP4 curve: FP8's
+    assert at.expert_dtypes(eff, fmt("bf16")) == ("bf16", "bf16")
+    assert at.expert_dtypes(eff, fmt(None)) == ("fp8", "fp8")  # the dense dtype
+    assert at.expert_dtypes(eff, fmt(None, None)) == ("bf16", "bf16")
+    only_bf16 = replace(eff, experts={"bf16": eff.experts["bf16"]})
+    assert at.expert_dtypes(only_bf16, v41) == ("fp4", "bf16")
+    # BF16 experts on an H200: 1 token, 13.867 -> 23.944 us timed; the roofline the same bytes
+    # on the same GPU: the timing itself
+    h = catalogs.as_gpu("h200")
+    assert at.expert_seconds(eff, fmt("bf16"), h, 1) == pytest.approx(23.944e-6, rel=1e-9)
+
+
+def test_expert_seconds_below_the_fewest_tokens_and_at_other_shapes(eff, v41):
+    """Under one token the one-token time; a model of other shapes scales by its roofline against
+    the shapes timed, and a calibration that names no shapes is taken at the model's own."""
+    g = catalogs.as_gpu("gb300")
+    one = at.expert_seconds(eff, v41, g, 1)
+    assert at.expert_seconds(eff, v41, g, 0.25) == pytest.approx(one, rel=1e-12)
+    v3 = catalogs.as_model("deepseek-v3")  # FP8 experts of 3 x 7,168 x 2,048 = 44,040,192 B
+    h = catalogs.as_gpu("h200")
+    # 1 token: bandwidth-bound both: 13.867 us x 44.04 MB / 35.39 MB
+    assert at.expert_seconds(eff, v3, h, 1) == pytest.approx(
+        13.867e-6 * 44_040_192 / EXPERT_FP8, rel=1e-9
+    )
+    # 4,096 tokens: compute-bound both: 243.377 us x FLOP(v3) / FLOP(timed shapes)
+    assert at.expert_seconds(eff, v3, h, 4096) == pytest.approx(
+        243.377e-6 * 44_040_192 / EXPERT_FP8, rel=1e-9
+    )
+    # no shapes: the curve taken as timed at V3's shapes: the times as they stand
+    bare = replace(eff, shapes={})
+    assert at.expert_seconds(bare, v3, h, 1) == at.expert_seconds(eff, v3, h, 1)  # bytes timed
+    assert at.expert_seconds(bare, v3, h, 4096) == pytest.approx(243.377e-6, rel=1e-9)
+
+
+def test_dense_flops_falls_back_fp8_then_the_best(eff):
+    g = catalogs.as_gpu("gb300")
+    assert at.dense_flops(eff, g, "fp8") == pytest.approx(FP8 * 5e15, rel=1e-12)
+    assert at.dense_flops(eff, g, "bf16") == pytest.approx(BF16 * 2.5e15, rel=1e-12)
+    assert at.dense_flops(eff, g, "fp4") == pytest.approx(FP8 * 15e15, rel=1e-12)  # FP8's share
+    only_bf16 = replace(eff, dense={"bf16": 0.5})
+    assert at.dense_flops(only_bf16, g, "fp4") == pytest.approx(0.5 * 15e15, rel=1e-12)
+    assert at.dense_flops(only_bf16, catalogs.as_gpu("h200"), "fp4") == pytest.approx(
+        0.5 * 1979e12, rel=1e-12
+    )  # no FP4 on Hopper: FP8's peak
+
+
+def test_nvlink_domain_is_the_largest_system_of_the_gpu():
+    assert (at.nvlink_domain("gb300"), at.nvlink_domain("h200")) == (72, 8)
+    assert at.nvlink_domain("no-such-gpu") is None
