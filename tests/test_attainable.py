@@ -5,6 +5,7 @@ the figures of ``h200-kernels.reference.json``) and the catalogs."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import replace
 
@@ -416,3 +417,241 @@ def test_dense_flops_falls_back_fp8_then_the_best(eff):
 def test_nvlink_domain_is_the_largest_system_of_the_gpu():
     assert (at.nvlink_domain("gb300"), at.nvlink_domain("h200")) == (72, 8)
     assert at.nvlink_domain("no-such-gpu") is None
+
+
+def test_decode_step_reads_the_context(eff, v41):
+    """4 sequences of 128,000 tokens on 4 GB300. Index scan: the four index sources hold
+    64,000 x 3 + 128,000 keys, each below the fewest keys timed (131,072 in 119.325 us):
+    119.325 us x 320,000 / 131,072 = 291.32 us on the H200, x 4.8 / 8 TB/s = 174.79 us.
+    Attention: 40 layers x 24.816 us (flat below the sizes timed) x 0.6 = 595.58 us, more than
+    the context bytes read (512 rows x 38 consumers x 288 B + 4 x 16,384 candidates x 68 B +
+    the window 2,703,360 B = 12,763,136 B: 1.77 us). tp-ep: the dense weights and the scan a
+    quarter each, and two all-reduces of 4 tokens a layer in place of dispatch + combine."""
+    g = catalogs.as_gpu("gb300")
+    w = check.Workload(decode_context=128_000)
+    dense = 7_506_534_400 / (STREAM * 8e12)
+    experts = at.decode_step(v41, g, 4, 4, eff).parts["experts"]  # no context: as above
+    scan = 119.325e-6 * 320_000 / 131_072 * 0.6
+    att = 40 * 24.816e-6 * 0.6
+    dp = at.decode_step(v41, g, 4, 4, eff, w)
+    link = 40 * 6 * 0.75 * 5120 * 3 / 900e9
+    want = {"dense weights": dense, "experts": experts, "index scan": scan, "attention": att}
+    assert dp.parts == pytest.approx(want | {"NVLink": link}, rel=1e-9)
+    assert dp.tok_s_per_gpu == pytest.approx(4 / sum(dp.parts.values()) / 4, rel=1e-12)
+    tp = at.decode_step(v41, g, 4, 4, eff, w, "tp-ep")
+    allreduce = 40 * 2 * 2 * 0.75 * 4 * 5120 * 2 / 900e9
+    want |= {"dense weights": dense / 4, "index scan": scan / 4, "NVLink": allreduce}
+    assert tp.parts == pytest.approx(want, rel=1e-9)
+    # without a KV dtype no context is read
+    bare = at.decode_step(v41, g, 4, 4, eff, replace(w, kv_dtype=None))
+    assert set(bare.parts) == {"dense weights", "experts", "NVLink"}
+
+
+def test_attention_gives_way_to_the_context_reads_at_338_sequences_a_gpu(eff, v41):
+    """dp-ep, 128,000 tokens: 12,763,136 B a sequence at 0.9028 x 8 TB/s = 1.767 us against
+    the 595.58 us of attention a step: 337 sequences a GPU are attention-bound, 338 read more."""
+    g = catalogs.as_gpu("gb300")
+    w = check.Workload(decode_context=128_000)
+    per_seq = 12_763_136 / (STREAM * 8e12)
+    at337 = at.decode_step(v41, g, 4, 4 * 337, eff, w).parts
+    at338 = at.decode_step(v41, g, 4, 4 * 338, eff, w).parts
+    assert "context reads" not in at337 and at337["attention"] == pytest.approx(
+        40 * 24.816e-6 * 0.6
+    )
+    assert "attention" not in at338 and at338["context reads"] == pytest.approx(338 * per_seq)
+    # 338 sequences scan at the best rate: 338 x 320,000 keys / 2.8106e9 keys/s x 0.6
+    rate = 875_520 / 311.504e-6
+    assert at338["index scan"] == pytest.approx(338 * 320_000 / rate * 0.6, rel=1e-9)
+
+
+def test_one_gpu_has_no_nvlink_and_a_drafter_reads_its_weights(eff, v41):
+    g = catalogs.as_gpu("gb300")
+    one = at.decode_step(v41, g, 1, 1, eff)
+    assert set(one.parts) == {"dense weights", "experts"}
+    assert one.tok_s_per_gpu == pytest.approx(1 / sum(one.parts.values()), rel=1e-12)
+    # dp-ep, 6 tokens verified a step keeping 3.51: the drafter's 0.52 GB on each GPU
+    w = check.Workload(verify_tokens=6, tokens_per_step=3.51)
+    spec = at.decode_step(v41, g, 4, 4, eff, w)
+    assert spec.parts["drafter"] == pytest.approx(520e6 / (STREAM * 8e12), rel=1e-9)
+    assert spec.tok_s_per_gpu == pytest.approx(4 * 3.51 / 4 / sum(spec.parts.values()))
+    # one token a step drafts nothing
+    assert "drafter" not in at.decode_step(v41, g, 4, 4, eff, replace(w, verify_tokens=1)).parts
+
+
+def test_prefill_token_behind_a_prefix(eff, v41):
+    """One GB300 (no NVLink), a 128,000-token prefix: attention FLOP of a prefill token
+    4,689,231,872 (tests/test_roofline.py) / (0.733 x 5 PF) = 1.2795 us; the prefix's caches
+    (15,710,208 B through the 20 encoder layers) read once per chunk of 256 new tokens at
+    0.9028 x 8 TB/s: 8.50 ns."""
+    g = catalogs.as_gpu("gb300")
+    w = check.Workload(prefill_prefix=128_000)
+    e = at.prefill_token(v41, g, 1, eff, w)
+    want = {
+        "dense GEMMs": 2 * 3_753_267_200 / (FP8 * 5e15),
+        "experts": 20 * 6 * 243.377e-6 * 1979 / 15000 / 4096,
+        "attention FLOP": 4_689_231_872 / (FP8 * 5e15),
+        "context reads": 15_710_208 / 256 / (STREAM * 8e12),
+    }
+    assert e.parts == pytest.approx(want, rel=1e-9)
+    assert e.tok_s_per_gpu == pytest.approx(1 / sum(want.values()), rel=1e-12)
+    assert e.batch is None and e.phase == "prefill"
+    bare = at.prefill_token(v41, g, 1, eff, replace(w, kv_dtype=None))
+    assert set(bare.parts) == {"dense GEMMs", "experts", "attention FLOP"}
+
+
+def test_the_batch_that_fits_a_deployment_exactly(v41):
+    """1,000,000-token sequences on 72 GB300, dp-ep: 276 a GPU fit (tests above): 19,872
+    sequences are estimated, 19,873 do not fit and read as unreachable."""
+    w = check.Workload(decode_context=1_000_000, concurrency=19_872, output_tok_s_per_gpu=100)
+    fits = at.estimate(V41, "gb300", 72, w, claimed=100)
+    e = fits.estimates["decode"]
+    assert e.batch == 19_872 and e.tok_s_per_gpu > 0 and fits.notes == ()
+    assert fits.ratio == pytest.approx(100 / e.tok_s_per_gpu, rel=1e-12)
+    over = at.estimate(V41, "gb300", 72, replace(w, concurrency=19_873), claimed=100)
+    e = over.estimates["decode"]
+    assert (e.tok_s_per_gpu, e.parts, e.batch) == (0.0, {}, 19_873)
+    assert (over.ratio, over.tok_s_per_gpu, len(over.notes)) == (math.inf, 0.0, 1)
+    assert over.notes[0].startswith("the batch does not fit in this deployment")
+    assert over.notes[0].endswith(": 19,872 sequences")
+    # the weights alone overfill one H200: no batch at all
+    h = at.estimate(V41, "h200", 1, replace(w, concurrency=None, decode_context=0), claimed=100)
+    assert h.ratio == math.inf and h.estimates["decode"].tok_s_per_gpu == 0
+    assert "the batch does not fit in this deployment: the weights do not fit" in h.text
+    assert (h.to_dict()["ratio"], h.to_dict()["tok_s_per_gpu"]) == (None, 0.0)  # JSON: no inf
+
+
+def test_without_a_batch_the_best_one_tried(eff, v41):
+    """No concurrency: batches 4, 8, ... doubled up to what fits (262,144, the cap of 65,536 a
+    GPU) are tried; the best is 131,072 (the last, larger, batch is slower per GPU)."""
+    w = check.Workload(output_tok_s_per_gpu=100)
+    a = at.estimate(V41, "gb300", 4, w, claimed=100)
+    e = a.estimates["decode"]
+    g = catalogs.as_gpu("gb300")
+    sizes = check.doublings(4.0, 262_144)
+    rates = [at.decode_step(v41, g, 4, b, eff, w).tok_s_per_gpu for b in sizes]
+    assert e.batch == 131_072 == sizes[rates.index(max(rates))] and rates[-1] < max(rates)
+    assert e.tok_s_per_gpu == max(rates)
+    assert e.formula.endswith("262,144 sequences)") and "(the best batch within " in e.formula
+
+
+def test_the_deployment_assumed(v41):
+    """Fewer sequences than GPUs: tensor-parallel attention; as many or more, or none given:
+    data-parallel; a deployment given is kept."""
+    w = check.Workload(output_tok_s_per_gpu=100)
+    three = at.estimate(V41, "gb300", 4, replace(w, concurrency=3), claimed=100)
+    assert three.deployment_name.startswith("attention tensor-parallel")
+    assert three.deployment.endswith("(assumed: 3 sequences on 4 GPUs)")
+    four = at.estimate(V41, "gb300", 4, replace(w, concurrency=4), claimed=100)
+    assert four.deployment_name == "attention data-parallel + experts expert-parallel on 4 GPUs"
+    assert four.deployment.endswith("(assumed: the default for this model on a rack)")
+    asked = at.estimate(V41, "gb300", 4, replace(w, concurrency=1), claimed=100, deployment="dp-ep")
+    assert (
+        asked.deployment.startswith("attention data-parallel") and "(as asked)" in asked.deployment
+    )
+    assert asked.estimates["decode"].batch == 1
+
+
+def test_more_gpus_than_one_nvlink_domain_are_noted():
+    w = check.Workload(concurrency=73 * 4, output_tok_s_per_gpu=100)
+    assert at.estimate(V41, "gb300", 72, replace(w, concurrency=72 * 4), claimed=100).notes == ()
+    (note,) = at.estimate(V41, "gb300", 73, w, claimed=100).notes
+    assert note.startswith("73 GPUs span more than one NVLink domain of 72")
+
+
+def test_a_blackwell_calibration_is_not_called_borrowed(tmp_path):
+    cal = calibration.read_calibration()
+    b = calibration.Calibration(dict(cal.run, gpu="NVIDIA B300"), cal.kernels, cal.path)
+    w = check.Workload(concurrency=4, output_tok_s_per_gpu=100)
+    a = at.estimate(V41, "gb300", 4, w, claimed=100, calibration=b)
+    assert a.calibration == at.efficiencies(b).label and "B300" in a.calibration
+
+
+def test_phases_share_the_gpus_time(v41):
+    """prefill only: one estimate; mixed: the shares of both phases add up."""
+    w = check.Workload(
+        output_tok_s_per_gpu=100, new_input_tok_s_per_gpu=1000, prefill_prefix=1000,
+        decode_context=2000, concurrency=8,
+    )  # fmt: skip
+    pre = at.estimate(V41, "gb300", 4, w, claimed=1000, phase="prefill")
+    assert set(pre.estimates) == {"prefill"}
+    p = pre.estimates["prefill"].tok_s_per_gpu
+    assert pre.ratio == pytest.approx(1000 / p, rel=1e-12)
+    assert pre.tok_s_per_gpu == pytest.approx(1000 / pre.ratio, rel=1e-12)
+    mixed = at.estimate(V41, "gb300", 4, w, claimed=1100, phase="mixed")
+    d = mixed.estimates["decode"].tok_s_per_gpu
+    assert mixed.shares == pytest.approx({"decode": 100 / d, "prefill": 1000 / p}, rel=1e-12)
+    assert mixed.ratio == pytest.approx(100 / d + 1000 / p, rel=1e-12)
+    # nothing counted: no share, no ratio
+    none = at.estimate(V41, "gb300", 4, check.Workload(concurrency=4), claimed=100)
+    assert (none.ratio, none.tok_s_per_gpu, none.shares) == (0.0, math.inf, {})
+
+
+def _reading(ratio: float, estimates: dict, shares: dict, notes: tuple = ()) -> at.Attainable:
+    return at.Attainable(
+        tok_s_per_gpu=500 / ratio if ratio else math.inf,
+        ratio=ratio,
+        deployment="D",
+        calibration="C",
+        claimed_tok_s_per_gpu=500.0,
+        counted="output",
+        estimates=estimates,
+        notes=notes,
+        shares=shares,
+    )
+
+
+def test_the_binding_part_weighs_each_phase_by_its_share():
+    dec = at.Estimate("decode", 1.0, {"dense weights": 1.0, "experts": 3.0}, 4, "")
+    pre = at.Estimate("prefill", 1.0, {"dense GEMMs": 2.0, "NVLink": 2.0}, None, "")
+    est = {"decode": dec, "prefill": pre}
+    # experts 0.5 x 3/4 = 0.375 against 0.6 x 2/4 = 0.3
+    assert _reading(2.0, est, {"decode": 0.5, "prefill": 0.6}).binding == "experts"
+    # experts 0.2 x 3/4 = 0.15 against 0.3 twice: the first of equals
+    assert _reading(2.0, est, {"decode": 0.2, "prefill": 0.6}).binding == "dense GEMMs"
+    # a phase without a share counts whole: 0.75 against 0.3
+    assert _reading(2.0, est, {"prefill": 0.6}).binding == "experts"
+    empty = at.Estimate("decode", 0.0, {}, 9, "")
+    assert _reading(2.0, {"decode": empty}, {}).binding == ""
+
+
+def test_the_reading_in_words_at_and_past_one():
+    dec = {"decode": at.Estimate("decode", 400.0, {"experts": 2.0, "dense weights": 1.0}, 4, "f")}
+    at_one = _reading(1.0, dec, {"decode": 1.0})
+    assert at_one.text == (
+        "500 output tok/s per GPU is 1x what measured kernels reach for this workload (500) (D; C)"
+    )
+    past = _reading(1.25, dec, {"decode": 1.25})
+    assert past.text.startswith(
+        "500 output tok/s per GPU needs kernels at 125 % of the expert-GEMM"
+    )
+    assert past.text.endswith("what they reach for this workload (400) (D; C)")
+    odd = {"decode": at.Estimate("decode", 400.0, {"something": 1.0}, 4, "f")}
+    assert "at 125 % of the something measured" in _reading(1.25, odd, {}).text
+    assert _reading(math.inf, dec, {}, ("first", "last")).text.endswith(
+        "cannot reach it: last (D; C)"
+    )
+    assert "cannot reach it: no attainable estimate (D; C)" in _reading(math.inf, dec, {}).text
+    d = past.to_dict()
+    assert (d["tok_s_per_gpu"], d["ratio"], d["binding"], d["notes"]) == (
+        400.0,
+        1.25,
+        "experts",
+        [],
+    )
+    assert (d["deployment"], d["calibration"], d["text"]) == ("D", "C", past.text)
+    assert d["phases"] == {
+        "decode": {
+            "tok_s_per_gpu": 400.0, "batch": 4, "seconds": {"experts": 2.0, "dense weights": 1.0},
+            "formula": "f",
+        }
+    }  # fmt: skip
+
+
+def test_the_least_cached_share_kernels_reach():
+    """954,000 total tok/s a GPU on 72 GB300 at 100,000 in / 1,000 out: the bound allows it
+    from 64 % cached; measured kernels from 93.4 %: 20 even shares tried, the crossing between
+    0.90 and 0.95 bisected to under 0.001: 0.90 + 43/64 x 0.05."""
+    kw = dict(per="gpu", counted="total", isl=100_000, osl=1_000)
+    assert at.cached_share_threshold(V41, "gb300", 72, 954_000, **kw) == 0.93359375
+    # tensor-parallel attention on the rack: not at any share
+    assert at.cached_share_threshold(V41, "gb300", 72, 954_000, deployment="tp-ep", **kw) is None
