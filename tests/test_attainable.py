@@ -655,3 +655,17 @@ def test_the_least_cached_share_kernels_reach():
     assert at.cached_share_threshold(V41, "gb300", 72, 954_000, **kw) == 0.93359375
     # tensor-parallel attention on the rack: not at any share
     assert at.cached_share_threshold(V41, "gb300", 72, 954_000, deployment="tp-ep", **kw) is None
+    # the weights overfill one H200: never, though the kernels alone would prefill 100 tok/s
+    pre = dict(phase="prefill", isl=1000, osl=100)
+    assert at.for_check(check.check_claim(V41, "h200", 1, 100, **pre)).ratio < 0.01
+    assert at.cached_share_threshold(V41, "h200", 1, 100, **pre) is None
+
+
+def test_the_least_cached_share_reads_the_calibration_given(tmp_path):
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    cpu = calibration.read_calibration(
+        calibration.write_calibration(tmp_path / "c", run, cal.kernels)
+    )
+    with pytest.raises(InputError, match="run.json.spec: no data sheet"):
+        at.cached_share_threshold(V41, "gb300", 4, 1000, calibration=cpu, batch=4)
