@@ -669,3 +669,35 @@ def test_the_least_cached_share_reads_the_calibration_given(tmp_path):
     )
     with pytest.raises(InputError, match="run.json.spec: no data sheet"):
         at.cached_share_threshold(V41, "gb300", 4, 1000, calibration=cpu, batch=4)
+
+
+def test_dense_gemms_bind_from_254_tokens_a_gpu(eff, v41):
+    """The dense weights' read, 7.5065 GB / (0.9028 x 8 TB/s) = 1,039.3 us, against their GEMMs,
+    2 x 7.5065e9 FLOP a token / (0.733 x 5 PF) = 4.0965 us a token: 253 tokens a GPU read,
+    254 compute (1,040.5 us). tp-ep: a quarter of both, over all 4 GPUs' tokens."""
+    g = catalogs.as_gpu("gb300")
+    read, gemm = 7_506_534_400 / (STREAM * 8e12), 2 * 7_506_534_400 / (FP8 * 5e15)
+    below = at.decode_step(v41, g, 4, 4 * 253, eff).parts
+    above = at.decode_step(v41, g, 4, 4 * 254, eff).parts
+    assert "dense GEMMs" not in below and below["dense weights"] == pytest.approx(read)
+    assert "dense weights" not in above and above["dense GEMMs"] == pytest.approx(254 * gemm)
+    tp_below = at.decode_step(v41, g, 4, 253, eff, deployment="tp-ep").parts
+    tp_above = at.decode_step(v41, g, 4, 254, eff, deployment="tp-ep").parts
+    assert tp_below["dense weights"] == pytest.approx(read / 4)
+    assert tp_above["dense GEMMs"] == pytest.approx(254 * gemm / 4)
+
+
+def test_fewer_sequences_than_gpus_each_on_its_own_gpu(eff, v41):
+    """dp-ep, 2 sequences of 128,000 tokens on 4 GB300: a busy GPU serves and reads one."""
+    g = catalogs.as_gpu("gb300")
+    e = at.decode_step(v41, g, 4, 2, eff, check.Workload(decode_context=128_000))
+    assert e.parts["index scan"] == pytest.approx(119.325e-6 * 320_000 / 131_072 * 0.6)
+    assert e.parts["NVLink"] == pytest.approx(40 * 6 * 0.75 * 5120 * 3 / 900e9)
+    assert e.tok_s_per_gpu == pytest.approx(2 / 4 / sum(e.parts.values()), rel=1e-12)
+
+
+def test_scan_between_the_last_two_sizes_timed(eff):
+    # 700,000 keys: 225.907 us + (311.504 - 225.907) x 175,712 / 351,232 = 268.73 us, slower
+    # than the best rate's 249.06 us
+    want = 225.907e-6 + (311.504e-6 - 225.907e-6) * (700_000 - 524_288) / (875_520 - 524_288)
+    assert at.scan_seconds(eff, 700_000, 1) == pytest.approx(want, rel=1e-12)
