@@ -701,3 +701,24 @@ def test_scan_between_the_last_two_sizes_timed(eff):
     # than the best rate's 249.06 us
     want = 225.907e-6 + (311.504e-6 - 225.907e-6) * (700_000 - 524_288) / (875_520 - 524_288)
     assert at.scan_seconds(eff, 700_000, 1) == pytest.approx(want, rel=1e-12)
+
+
+def test_tensor_parallel_capacity_holds_every_sequence_on_every_gpu():
+    """tp-ep, 1,000,000-token sequences on 4 GB300: all weights spread, 297.2 GB / 4 = 74.3 GB a
+    GPU; (259.2 - 74.3) GB / 892.7 MB = 207 sequences in all (each on every GPU): 207 fit,
+    208 do not. Without a batch, at most 65,536 (the cap of one GPU's, not 4 x)."""
+    w = check.Workload(decode_context=1_000_000, concurrency=207, output_tok_s_per_gpu=10)
+    fits = at.estimate(V41, "gb300", 4, w, claimed=10, deployment="tp-ep")
+    assert fits.notes == () and fits.estimates["decode"].tok_s_per_gpu > 0
+    (note,) = at.estimate(
+        V41, "gb300", 4, replace(w, concurrency=208), claimed=10, deployment="tp-ep"
+    ).notes
+    assert "(all weights spread; every GPU holds every sequence's compressed KV)" in note
+    assert note.endswith(
+        "= 207 sequences per GPU (all weights spread; every GPU holds every "
+        "sequence's compressed KV): 207 sequences"
+    )
+    free = at.estimate(
+        V41, "gb300", 4, check.Workload(output_tok_s_per_gpu=10), claimed=10, deployment="tp-ep"
+    )
+    assert free.estimates["decode"].batch == 65_536
