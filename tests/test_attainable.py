@@ -722,3 +722,55 @@ def test_tensor_parallel_capacity_holds_every_sequence_on_every_gpu():
         V41, "gb300", 4, check.Workload(output_tok_s_per_gpu=10), claimed=10, deployment="tp-ep"
     )
     assert free.estimates["decode"].batch == 65_536
+
+
+def test_speculative_tokens_count_in_the_dense_gemms(eff, v41):
+    """dp-ep, 50 sequences a GPU verifying 6 tokens each: 300 tokens a GPU, past 254: the dense
+    GEMMs bind at 300 x 4.0965 us."""
+    g = catalogs.as_gpu("gb300")
+    w = check.Workload(verify_tokens=6, tokens_per_step=3.51)
+    e = at.decode_step(v41, g, 4, 4 * 50, eff, w)
+    assert e.parts["dense GEMMs"] == pytest.approx(300 * 2 * 7_506_534_400 / (FP8 * 5e15))
+
+
+def test_only_the_index_sources_are_scanned(eff):
+    """V4-Flash: 41 owning layers, the 21 CSA layers (ratio 4) indexed: 21 scans of 32,000 keys
+    at 128,000 tokens, 119.325 us x 32,000 / 131,072 each, x 0.6; its 43 layers' attention."""
+    v4 = catalogs.as_model("deepseek-v4-flash")
+    w = check.Workload(decode_context=128_000, kv_dtype="fp8")
+    e = at.decode_step(v4, catalogs.as_gpu("gb300"), 4, 4, eff, w)
+    assert e.parts["index scan"] == pytest.approx(21 * 119.325e-6 * 32_000 / 131_072 * 0.6)
+    assert e.parts["attention"] == pytest.approx(43 * 24.816e-6 * 0.6)
+
+
+def test_context_reads_at_the_kv_dtype_of_the_workload(eff, v41):
+    """FP8 rows (528 B) and index keys (132 B): 338 sequences a GPU read 38 x 512 x 528 + 4 x
+    16,384 x 132 + 2,703,360 B each; a prefill token behind 128,000 tokens 1.5 x 128,000 x 132
+    + 18 x 512 x 528 = 30,210,048 B once per 256."""
+    g = catalogs.as_gpu("gb300")
+    w = check.Workload(decode_context=128_000, kv_dtype="fp8")
+    per_seq = 38 * 512 * 528 + 4 * 16_384 * 132 + 2_703_360
+    e = at.decode_step(v41, g, 4, 4 * 338, eff, w)
+    assert e.parts["context reads"] == pytest.approx(338 * per_seq / (STREAM * 8e12))
+    p = at.prefill_token(v41, g, 1, eff, check.Workload(prefill_prefix=128_000, kv_dtype="fp8"))
+    assert p.parts["context reads"] == pytest.approx(30_210_048 / 256 / (STREAM * 8e12))
+
+
+def test_exactly_one_sequence_fits():
+    """DeepSeek-V3 (671 GB at FP8) spread over 5 H200: 134.2 GB a GPU of 135.68 usable leaves
+    1.48 GB: one sequence of 30,000 tokens (35,136 B a token at FP8: 1.05 GB) fits."""
+    w = check.Workload(decode_context=30_000, kv_dtype="fp8", output_tok_s_per_gpu=1)
+    for c in (1, None):
+        a = at.estimate(
+            "deepseek-v3", "h200", 5, replace(w, concurrency=c), claimed=1, deployment="tp-ep"
+        )
+        assert a.notes == () and a.estimates["decode"].batch == 1 and math.isfinite(a.ratio)
+
+
+def test_the_gpu_given_not_its_catalog_entry():
+    """A GB300 with twice the HBM bandwidth (16 TB/s): the dense weights read in half the time."""
+    g = catalogs.as_gpu("gb300")
+    fast = g.model_copy(update={"hbm_bandwidth_bytes_per_s": 16e12})
+    c = check.check_claim(V41, fast, 4, 3304, per="total", batch=4)
+    e = at.for_check(c).estimates["decode"]
+    assert e.parts["dense weights"] == pytest.approx(7_506_534_400 / (STREAM * 16e12))
