@@ -774,3 +774,35 @@ def test_the_gpu_given_not_its_catalog_entry():
     c = check.check_claim(V41, fast, 4, 3304, per="total", batch=4)
     e = at.for_check(c).estimates["decode"]
     assert e.parts["dense weights"] == pytest.approx(7_506_534_400 / (STREAM * 16e12))
+
+
+def test_nvlink_between_two_gpus_and_none_without_it(eff, v41):
+    """2 GB300, dp-ep, one sequence each: 40 layers x 6 x 1/2 x 5,120 x 3 B / 900 GB/s a
+    direction; 6 tokens verified a step send 6 times that. A GPU with no NVLink sends nothing."""
+    g = catalogs.as_gpu("gb300")
+    two = at.decode_step(v41, g, 2, 2, eff)
+    assert two.phase == "decode" and two.batch == 2
+    assert two.parts["NVLink"] == pytest.approx(40 * 6 * 0.5 * 5120 * 3 / 900e9)
+    w = check.Workload(verify_tokens=2, tokens_per_step=1.5)
+    spec = at.decode_step(v41, g, 2, 2, eff, w)
+    assert spec.parts["NVLink"] == pytest.approx(2 * 40 * 6 * 0.5 * 5120 * 3 / 900e9)
+    assert spec.parts["drafter"] == pytest.approx(520e6 / (STREAM * 8e12))  # 2 verified
+    alone = g.model_copy(update={"nvlink_bandwidth_bytes_per_s": None})
+    assert "NVLink" not in at.decode_step(v41, alone, 2, 2, eff).parts
+
+
+def test_a_model_without_index_keys_scans_nothing(eff):
+    """DeepSeek-V3 (MLA, no indexer): context read, no index scan."""
+    v3 = catalogs.as_model("deepseek-v3")
+    w = check.Workload(decode_context=30_000, kv_dtype="fp8")
+    e = at.decode_step(v3, catalogs.as_gpu("h200"), 8, 8, eff, w)
+    assert "index scan" not in e.parts and e.parts["attention"] > 0
+
+
+def test_the_decode_formula_carries_the_numbers(eff, v41):
+    e = at.decode_step(v41, catalogs.as_gpu("gb300"), 4, 4, eff)
+    assert (
+        "4 sequences on 4 GPUs at 0 tokens of context: step = dense weights 1,039 us" in e.formula
+    )
+    assert "= 2,079 us; 4 x 1 tokens / step / 4 = 481 tok/s per GPU" in e.formula
+    assert e.formula.endswith("(23.44 experts a layer touched, 1.02 tokens each)")
