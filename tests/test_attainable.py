@@ -374,10 +374,14 @@ def test_expert_dtype_and_the_curve_it_reads(eff, v41):
     assert at.expert_dtypes(eff, fmt(None, None)) == ("bf16", "bf16")
     only_bf16 = replace(eff, experts={"bf16": eff.experts["bf16"]})
     assert at.expert_dtypes(only_bf16, v41) == ("fp4", "bf16")
+    bf16_first = replace(eff, experts={"bf16": eff.experts["bf16"], "fp8": eff.experts["fp8"]})
+    assert at.expert_dtypes(bf16_first, v41) == ("fp4", "fp8")  # FP8's whatever the order
     # BF16 experts on an H200: 1 token, 13.867 -> 23.944 us timed; the roofline the same bytes
     # on the same GPU: the timing itself
     h = catalogs.as_gpu("h200")
     assert at.expert_seconds(eff, fmt("bf16"), h, 1) == pytest.approx(23.944e-6, rel=1e-9)
+    # and 4,096 tokens, compute-bound at BF16's peak (989 TFLOP/s) on both: 436.632 us
+    assert at.expert_seconds(eff, fmt("bf16"), h, 4096) == pytest.approx(436.632e-6, rel=1e-9)
 
 
 def test_expert_seconds_below_the_fewest_tokens_and_at_other_shapes(eff, v41):
@@ -509,7 +513,10 @@ def test_the_batch_that_fits_a_deployment_exactly(v41):
     assert fits.ratio == pytest.approx(100 / e.tok_s_per_gpu, rel=1e-12)
     over = at.estimate(V41, "gb300", 72, replace(w, concurrency=19_873), claimed=100)
     e = over.estimates["decode"]
-    assert (e.tok_s_per_gpu, e.parts, e.batch) == (0.0, {}, 19_873)
+    assert (e.phase, e.tok_s_per_gpu, e.parts, e.batch) == ("decode", 0.0, {}, 19_873)
+    assert e.formula.endswith(
+        "(dense on every GPU, experts spread; each sequence's KV on its GPU): 19,872 sequences"
+    )
     assert (over.ratio, over.tok_s_per_gpu, len(over.notes)) == (math.inf, 0.0, 1)
     assert over.notes[0].startswith("the batch does not fit in this deployment")
     assert over.notes[0].endswith(": 19,872 sequences")
@@ -722,6 +729,7 @@ def test_tensor_parallel_capacity_holds_every_sequence_on_every_gpu():
         V41, "gb300", 4, check.Workload(output_tok_s_per_gpu=10), claimed=10, deployment="tp-ep"
     )
     assert free.estimates["decode"].batch == 65_536
+    assert free.estimates["decode"].formula.startswith("attention tensor-parallel")
 
 
 def test_speculative_tokens_count_in_the_dense_gemms(eff, v41):
