@@ -550,3 +550,27 @@ def test_batch_decode_ceiling_of_several_sequences(v41):
     with pytest.raises(InputError) as err:
         roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=0.999)
     assert (err.value.file, err.value.field) == ("-", "acceptance_length")
+
+
+def test_catalog_edges_of_the_context_arithmetic(v41):
+    """Consumers past the last layer are cut at it; a model's own defaults (one GPU, the decode
+    phase, the KV dtype given); a one-token draft still reads the drafter; missing counts named."""
+    over = v41.model_copy(deep=True)
+    over.kv_cache.consumers = [6, 6, 6, 25]  # layer 20 read by 20 layers at most
+    assert roofline.decode_kv_reads(over, 128_000).dense_bytes_per_token == 8522
+    assert roofline.attention_flops(v41, 128_000).phase == "decode"
+    one = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300")
+    assert one.step_s == pytest.approx(12_018_688_000 / 8e12, rel=1e-12)  # one GPU's 8 TB/s
+    g = roofline.context_growth(v41, "gb300", 128_000, 855_000, "fp8")
+    assert g.sparse_bytes == 727_000 * 2.5 * 132  # FP8 index keys
+    mtp1 = _with(v41, "speculative", draft_tokens=1)  # 1.5 kept of 2 verified
+    b = roofline.batch1_decode_ceiling_tokens_per_s(mtp1, "b300", acceptance_length=1.5)
+    assert (b.verify_tokens, b.draft_bytes) == (2, 520e6)
+    with pytest.raises(InputError) as err:
+        roofline.phase_layers(_with(v41, "architecture", num_layers=None), "decode")
+    assert err.value.field == "architecture.num_layers"
+    with pytest.raises(InputError) as err:
+        roofline.batch1_decode_ceiling_tokens_per_s(
+            _with(v41, "moe", num_routed_experts=None), "b300"
+        )
+    assert err.value.field == "moe.num_routed_experts"
