@@ -298,3 +298,279 @@ def test_the_issues_context_numbers_by_hand(v41):
     c = roofline.compute_ceiling_tokens_per_s(v41, "gb300", context=128_000)
     assert c.tokens_per_s == pytest.approx(1 / 6.0426452992e-6)
     assert c.flops_per_token == 32_000_000_000 + 9_537_847_296
+
+
+# ------------------------------------------------------------------ edges (issue 39, item 7)
+
+
+def _with(model, part: str, **update):
+    """``model`` with fields of one part (``weights``, ``architecture``, ...) replaced."""
+    return model.model_copy(update={part: getattr(model, part).model_copy(update=update)})
+
+
+def test_an_unknown_catalog_field_is_named(v41):
+    assert roofline.need(v41, a=3, b__c=5) == [3, 5]
+    with pytest.raises(InputError) as err:
+        roofline.weight_split(_with(v41, "architecture", hidden_size=None))
+    assert (err.value.file, err.value.field) == (v41.file, "architecture.hidden_size")
+    assert err.value.problem == "unknown in the model catalog"
+    no_head = _with(catalogs.load_model("deepseek-v3"), "architecture", mla=None)
+    with pytest.raises(InputError, match=r"deepseek-v3.yaml: architecture.head_dim: unknown"):
+        roofline.kv_bytes(no_head, "bf16")
+
+
+def test_kv_row_bytes_and_the_rounded_token(v41):
+    assert roofline.kv_bytes(v41, "fp4").row_bytes == 288 + 68 == 356
+    v4 = catalogs.load_model("deepseek-v4-flash")
+    fp8 = roofline.kv_bytes(v4, "fp8")  # 3,168.25 B a token: 3,169 rounded up
+    assert (fp8.row_bytes, fp8.bytes_per_token) == (520 + 68, 3169)
+    assert roofline.kv_bytes_per_sequence(v4, 3, "fp8") == 9505  # 9,504.75 rounded up
+    assert roofline.kv_bytes_per_sequence(v4, 4, "fp8") == 12_673
+
+
+def test_kv_formula_of_many_layers_and_of_some_indexed():
+    """Past 8 owning layers the formula gives their count and range, and where only some
+    layers carry an index key, their rows apart."""
+    v4 = catalogs.load_model("deepseek-v4-flash")
+    f = roofline.kv_bytes(v4, "fp8").formula
+    assert f.startswith("KV-owning layers: 2..42 (41 layers); rows/token = 41 layers, sum of")
+    assert "= 5.40625; row: KV 512 x 8 bit / 8 + 8 x 1 scale B = 520 B; indexer 128" in f
+    assert f.endswith("bytes/token = 5.40625 x 520 + 5.25 indexed rows x 68 = 3168.25 B")
+    v3 = roofline.kv_bytes(catalogs.load_model("deepseek-v3"), "bf16")
+    assert v3.indexer_row_bytes == 0 and "indexer" not in v3.formula  # no index keys
+    assert v3.formula.endswith(
+        "row: KV 576 x 16 bit / 8 = 1152 B; bytes/token = 61 x 1152 = 70272 B"
+    )
+    # a model with no attention section indexes every owning layer
+    v41 = catalogs.load_model("deepseek-v4.1-flash")
+    every = roofline.kv_bytes(v41.model_copy(update={"attention": None}), "fp4")
+    assert every.bytes_per_token == 890 and "indexed rows" not in every.formula
+
+
+def test_kv_layout_unknown_without_a_relative_figure():
+    v4 = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    v4.kv_cache.owning_layers = v4.kv_cache.compression_ratios = None
+    with pytest.raises(InputError) as err:
+        roofline.kv_rows_per_token(v4)
+    assert (err.value.field, err.value.problem) == (
+        "kv_cache.compression_ratios",
+        "KV layout unknown",
+    )
+
+
+def test_window_bytes_of_a_sequence(v41):
+    # 40 layers x 128 rows x 528 B (FP8 rows); V4-Flash 43 x 128 x 520; V3 has no window
+    assert roofline.window_bytes_per_sequence(v41) == 40 * 128 * 528 == 2_703_360
+    v4 = catalogs.load_model("deepseek-v4-flash")
+    assert roofline.window_bytes_per_sequence(v4) == 43 * 128 * 520
+    assert roofline.window_bytes_per_sequence(catalogs.load_model("deepseek-v3")) == 0
+    no_fp8 = v41.model_copy(deep=True)
+    no_fp8.kv_cache.row_formats.fp8 = None
+    assert roofline.window_bytes_per_sequence(no_fp8) == 0
+
+
+def test_cli_kv_bytes_says_the_window_is_apart(capsys):
+    assert main(["kv-bytes", "deepseek-v4.1-flash", "--context", "1000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "the fixed-size sliding-window cache is not per-token and is not counted" in out
+    assert "per sequence of 1000 tokens: 1000 x 890 B = 890000 B (890 kB)" in out
+    assert out[-2:] == ["bytes per token:", "890"]
+    assert main(["kv-bytes", "deepseek-v3", "--kv-dtype", "bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "sliding-window" not in out and out.splitlines()[-1] == "70272"
+
+
+def test_weight_split_sums_dtypes_and_phases(v41):
+    d = roofline.weight_split(v41)
+    assert d.active_params == 16_000_000_000 and d.phase == "decode"
+    assert d.dense_bytes == 7_506_534_400  # FP8: one byte a parameter
+    bf16 = roofline.weight_split(_with(v41, "weights", dense_dtype=None, routed_expert_dtype=None))
+    assert (bf16.dense_dtype, bf16.routed_dtype) == ("bf16", "bf16")
+    assert bf16.dense_bytes == 2 * 7_506_534_400
+    fp8 = roofline.weight_split(_with(v41, "weights", routed_expert_dtype=None))
+    assert fp8.routed_dtype == "fp8"
+    v3 = catalogs.load_model("deepseek-v3")  # no encoder: prefill passes all 58 MoE layers
+    assert roofline.moe_layers(v3, "prefill") == roofline.moe_layers(v3) == 58
+    assert (roofline.phase_layers(v41, "prefill"), roofline.phase_layers(v41, "decode")) == (20, 40)
+    small = _with(v41, "params", active_decode=8_000_000_000)  # below 8.49 G routed
+    with pytest.raises(InputError) as err:
+        roofline.weight_split(small)
+    assert (err.value.file, err.value.field) == (v41.file, "params.active_decode")
+    assert (
+        err.value.problem.startswith("smaller than the 8.49")
+        and "of 40 MoE layers" in err.value.problem
+    )
+    roofline.weight_split(_with(v41, "params", active_decode=8_493_465_600))  # dense 0: allowed
+
+
+def test_expert_and_drafter_bytes_from_the_catalog(v41):
+    assert roofline.expert_bytes(v41) == 18_800_640  # the catalog's figure
+    assert roofline.draft_bytes(v41) == 520e6
+    v3 = catalogs.load_model("deepseek-v3")
+    assert roofline.draft_bytes(v3) == 0.0
+    assert roofline.expert_bytes(v3) == 3 * 7168 * 2048 == 44_040_192  # FP8: a byte each
+    bf16 = _with(v3, "weights", routed_expert_dtype=None, dense_dtype=None)
+    assert roofline.expert_bytes(bf16) == 2 * 44_040_192
+    dense_fp8 = _with(v3, "weights", routed_expert_dtype=None)
+    assert roofline.expert_bytes(dense_fp8) == 44_040_192
+    with pytest.raises(InputError, match=r"deepseek-v3.yaml: hidden: unknown in the model"):
+        roofline.expert_bytes(_with(v3, "architecture", hidden_size=None))
+
+
+def test_storage_of_v3_from_its_total(v41):
+    """No backbone figure: the 671e9 total; 58 x 256 experts of 44,040,192 B (FP8)."""
+    v3 = catalogs.load_model("deepseek-v3")
+    s = roofline.storage(v3)
+    assert s.routed_bytes == 58 * 256 * 44_040_192 == 653_908_770_816
+    assert s.dense_bytes == 671e9 - 653_908_770_816
+    assert s.total_bytes == 671e9
+    assert s.per_gpu_bytes(8) == s.dense_bytes + 653_908_770_816 / 8
+    v41s = roofline.storage(v41)
+    assert v41s.total_bytes == v41s.routed_bytes + v41s.dense_bytes == 297_196_032_000
+    with pytest.raises(InputError) as err:
+        roofline.storage(_with(v3, "params", total=600e9))
+    assert (err.value.field, err.value.problem) == ("params.backbone", "below the routed params")
+    bf16 = roofline.storage(_with(v3, "weights", dense_dtype=None))  # dense at 2 B a param
+    assert bf16.dense_bytes == 2 * (671e9 - 653_908_770_816)
+
+
+def test_served_formats(v41):
+    """V3 lists an NVFP4 checkpoint beside its FP8 one: the fewest bytes (FP4 experts) unless a
+    precision is stated; V4.1-Flash lists one format."""
+    v3 = catalogs.load_model("deepseek-v3")
+    fewest = roofline.served(v3)
+    assert (fewest.routed_dtype, fewest.dense_dtype, fewest.stated) == ("fp4", "fp8", False)
+    assert fewest.text == (
+        "fp4 experts, fp8 dense (nvidia/DeepSeek-V3-0324-NVFP4: the fewest bytes the catalog lists)"
+    )
+    assert roofline.expert_bytes(fewest.model) == 3 * 7168 * 2048 / 2  # no catalog figure
+    fp8 = roofline.served(v3, "fp8")
+    assert (fp8.text, fp8.stated) == ("fp8 experts, fp8 dense (as published; stated)", True)
+    assert fp8.model is v3  # the published format: the model itself
+    bf16 = roofline.served(v3, "bf16")  # not listed: as stated, the published dense dtype
+    assert (bf16.routed_dtype, bf16.dense_dtype) == ("bf16", "fp8")
+    assert bf16.text == "bf16 experts, fp8 dense (as stated; stated)"
+    assert (
+        roofline.served(v41).text == "fp4 experts, fp8 dense (as published: the only format listed)"
+    )
+    # the catalog's FP4 expert bytes (with scales) kept in the native format only
+    assert roofline.expert_bytes(roofline.served(v41, "fp4").model) == 18_800_640
+    assert roofline.expert_bytes(roofline.served(v41, "fp8").model) == 3 * 5120 * 2304
+    with pytest.raises(InputError, match="precision: 'fp16' is not one of fp4, fp8, bf16"):
+        roofline.served(v41, "fp16")
+    # sizes unknown: ordered by bytes per expert parameter, FP4 still the fewest
+    sizeless = _with(v3, "moe", num_routed_experts=None)
+    assert roofline.served(sizeless).routed_dtype == "fp4"
+
+
+def test_context_growth_of_a_batch_over_gpus(v41):
+    one = roofline.context_growth(v41, "gb300", 128_000, 855_000)
+    four = roofline.context_growth(v41, "gb300", 128_000, 855_000, batch=3, n_gpus=4)
+    assert (four.lo, four.hi, four.batch) == (128_000, 855_000, 3)
+    assert four.sparse_bytes == 3 * one.sparse_bytes == 3 * 727_000 * 170
+    assert four.dense_bytes == 3 * 727_000 * 8522
+    assert four.sparse_ms == pytest.approx(1000 * 3 * 727_000 * 170 / 32e12, rel=1e-12)
+    assert four.dense_ms == pytest.approx(1000 * 3 * 727_000 * 8522 / 32e12, rel=1e-12)
+    r = roofline.decode_kv_reads(v41, 128_000, "fp8")  # index keys 132 B at FP8
+    assert (r.context, r.kv_dtype, r.scan_bytes_per_token) == (128_000, "fp8", 2.5 * 132)
+
+
+def test_attention_of_an_mla_model_without_an_indexer():
+    """V3: 61 MLA layers, every row read, 128 heads x (576 + 512) x 2 FLOP a row; no scan, no
+    pool, no window."""
+    v3 = catalogs.load_model("deepseek-v3")
+    f = roofline.attention_flops(v3, 1000)
+    assert (f.scan, f.pool, f.window) == (0, 0, 0)
+    assert f.rows == 61 * 1000 * 2 * 128 * (576 + 512) == 16_990_208_000
+    r = roofline.context_reads(v3, 1000, "decode", "bf16")
+    assert (r.scan, r.pool, r.window) == (0, 0, 0)
+    assert r.rows == r.dense == 61 * 1000 * 1152
+
+
+def test_sources_without_consumers_read_their_own_layer():
+    """V4-Flash names no consumers: each owning layer's rows are read by that layer alone."""
+    v4 = catalogs.load_model("deepseek-v4-flash")
+    r = roofline.decode_kv_reads(v4, 1000, "fp8")
+    # 21 CSA layers of ratio 4, 20 HCA of 128: 5,406.25 rows of 520 B; 5,250 index keys of 68 B
+    assert r.dense_bytes == pytest.approx(5406.25 * 520 + 5250 * 68, rel=1e-12)
+
+
+def test_compute_ceiling_words_and_context(v41):
+    h = roofline.compute_ceiling_tokens_per_s(v41, "h200", context=1000)
+    assert h.notes == ("H200 has no fp4 tensor cores: the routed weights run at fp8",)
+    attn = roofline.attention_flops(v41, 1000).total
+    assert h.seconds_per_token == pytest.approx((32e9 + attn) / 1979e12, rel=1e-12)
+    assert h.flops_per_token == round(32e9 + attn)
+    assert "attention at 1,000 tokens / 1.979 PFLOP/s (fp8)" in h.formula
+    assert h.formula.endswith(
+        "x 1 GPU = 56,063 tokens/s (H200 has no fp4 tensor cores: the routed weights run at fp8)"
+    )
+    g = roofline.compute_ceiling_tokens_per_s(v41, "gb300")
+    assert g.notes == () and not g.formula.endswith(")")
+
+
+def test_distinct_experts_and_verify_counts(v41):
+    assert roofline.distinct_experts(384, 6, -1) == 0.0
+    assert roofline.distinct_experts(384, 6, 0.5) == pytest.approx(384 * (1 - (378 / 384) ** 0.5))
+    assert roofline.distinct_experts(8, 8, 3) == 8.0  # every expert
+    assert roofline.verify_count(v41, 1) == 1
+    assert roofline.verify_count(v41, 1.5) == 6  # DSpark drafts 5: a verify step carries 6
+    assert roofline.verify_count(v41, 6) == 6  # the most a step keeps
+    with pytest.raises(InputError) as err:
+        roofline.verify_count(v41, 6.5)
+    assert (err.value.file, err.value.field) == ("-", "tokens_per_step")
+    assert err.value.problem.startswith("6.5 is out of range") and "at most 6" in err.value.problem
+    v3 = catalogs.load_model("deepseek-v3")  # no drafter in the catalog: the tokens rounded up
+    assert (roofline.verify_count(v3, 2.5), roofline.verify_count(v3, 3)) == (3, 3)
+
+
+def test_batch_decode_ceiling_of_several_sequences(v41):
+    """2 sequences of 1,000 tokens on 4 B300 at 3.51 accepted: 12 tokens verified; the fewest
+    experts 6 a layer; each sequence's context read; 2 x 3.51 tokens a step."""
+    b = roofline.batch1_decode_ceiling_tokens_per_s(
+        v41, "b300", 4, 3.51, context_tokens=1000, batch=2
+    )
+    kv = roofline.context_reads(v41, 1000).total
+    weights = 7_506_534_400 + 40 * 6 * 18_800_640
+    assert (b.kv_bytes, b.weight_bytes, b.draft_bytes) == (kv, weights, 520e6)
+    assert b.step_s == pytest.approx((weights + 2 * kv + 520e6) / 32e12, rel=1e-12)
+    assert b.tokens_per_s == pytest.approx(2 * 3.51 / b.step_s, rel=1e-12)
+    assert (
+        "(fewest routing of 12 tokens)" in b.formula
+        and "2 sequences x 8.686 MB context" in b.formula
+    )
+    none = roofline.batch1_decode_ceiling_tokens_per_s(
+        v41, "b300", 4, context_tokens=1000, kv_dtype=None
+    )
+    assert none.kv_bytes == 0.0 and none.draft_bytes == 0.0 and none.verify_tokens == 1
+    scaled = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, active_scale=1.2)
+    assert scaled.weight_bytes == pytest.approx(1.2 * weights, rel=1e-12)
+    exactly_one = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=1)
+    assert exactly_one.tokens_per_s == pytest.approx(32e12 / weights, rel=1e-12)
+    with pytest.raises(InputError) as err:
+        roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300", 4, acceptance_length=0.999)
+    assert (err.value.file, err.value.field) == ("-", "acceptance_length")
+
+
+def test_catalog_edges_of_the_context_arithmetic(v41):
+    """Consumers past the last layer are cut at it; a model's own defaults (one GPU, the decode
+    phase, the KV dtype given); a one-token draft still reads the drafter; missing counts named."""
+    over = v41.model_copy(deep=True)
+    over.kv_cache.consumers = [6, 6, 6, 25]  # layer 20 read by 20 layers at most
+    assert roofline.decode_kv_reads(over, 128_000).dense_bytes_per_token == 8522
+    assert roofline.attention_flops(v41, 128_000).phase == "decode"
+    one = roofline.batch1_decode_ceiling_tokens_per_s(v41, "b300")
+    assert one.step_s == pytest.approx(12_018_688_000 / 8e12, rel=1e-12)  # one GPU's 8 TB/s
+    g = roofline.context_growth(v41, "gb300", 128_000, 855_000, "fp8")
+    assert g.sparse_bytes == 727_000 * 2.5 * 132  # FP8 index keys
+    mtp1 = _with(v41, "speculative", draft_tokens=1)  # 1.5 kept of 2 verified
+    b = roofline.batch1_decode_ceiling_tokens_per_s(mtp1, "b300", acceptance_length=1.5)
+    assert (b.verify_tokens, b.draft_bytes) == (2, 520e6)
+    with pytest.raises(InputError) as err:
+        roofline.phase_layers(_with(v41, "architecture", num_layers=None), "decode")
+    assert err.value.field == "architecture.num_layers"
+    with pytest.raises(InputError) as err:
+        roofline.batch1_decode_ceiling_tokens_per_s(
+            _with(v41, "moe", num_routed_experts=None), "b300"
+        )
+    assert err.value.field == "moe.num_routed_experts"
