@@ -530,3 +530,42 @@ def test_a_phase_the_catalog_cannot_judge(tmp_path):
     f.write_text(yaml.safe_dump(raw))
     with pytest.raises(InputError, match="params.active_decode: unknown in the model catalog"):
         check.check_claim(str(f), "gb300", 8, 1000)
+
+
+def _threshold_of(curve, **kw):
+    """:func:`check.cached_share_threshold` with the reading ``curve(cached share)`` (prefill only:
+    the cheapest check), so each case sets where the figure turns possible."""
+    return check.cached_share_threshold(
+        V41, "gb300", 8, 1000.0, reading=lambda c: curve(c.work.cached_share), phase="prefill", **kw
+    )
+
+
+def test_cached_share_threshold_on_a_grid_point_is_found_exactly():
+    # 40 even shares: 0.5 is the 20th; every share below reads 2x, from it on 0.5x
+    t = _threshold_of(lambda s: 2.0 if s < 0.5 else 0.5)
+    assert (t.share, t.verdict, t.ratio_uncached, t.ratio_cached) == (0.5, "undetermined", 2.0, 0.5)
+    assert "50 %" in t.formula
+
+
+def test_cached_share_threshold_at_exactly_the_bound_is_possible_at_any_share():
+    t = _threshold_of(lambda s: 1.0)  # a bound is a bound: 1.0 is possible
+    assert (t.share, t.verdict) == (0.0, "possible")
+    over = _threshold_of(lambda s: 1.0 + 1e-9)
+    assert (over.share, over.verdict) == (None, "impossible")
+
+
+def test_cached_share_threshold_reads_all_but_the_last_token_cached_last():
+    # the last share tried is 1 - 1e-6 (a share of 1 would leave no new token)
+    t = _threshold_of(lambda s: s)
+    assert t.ratio_cached == 1 - 1e-6 and t.ratio_uncached == 0.0
+    assert (t.share, t.verdict) == (0.0, "possible")
+
+
+def test_cached_share_threshold_bisects_the_last_crossing_only():
+    # impossible below 25 %, and again on [50 %, 51 %): the last crossing (51 %) is the answer,
+    # to within the tolerance of 1e-4 from above
+    t = _threshold_of(lambda s: 2.0 if s < 0.25 or 0.5 <= s < 0.51 else 0.5)
+    assert t.verdict == "undetermined" and 0.51 <= t.share < 0.51 + 1e-4
+    # impossible up to 98 %: the crossing lies between the 40th share (97.5 %) and the last
+    late = _threshold_of(lambda s: 2.0 if s < 0.98 else 0.5)
+    assert late.verdict == "undetermined" and 0.98 <= late.share < 0.98 + 1e-4
