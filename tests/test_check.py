@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -569,3 +570,139 @@ def test_cached_share_threshold_bisects_the_last_crossing_only():
     # impossible up to 98 %: the crossing lies between the 40th share (97.5 %) and the last
     late = _threshold_of(lambda s: 2.0 if s < 0.98 else 0.5)
     assert late.verdict == "undetermined" and 0.98 <= late.share < 0.98 + 1e-4
+
+
+def test_time_shares_count_only_the_phases_the_workload_has():
+    w = check.Workload(output_tok_s_per_gpu=100.0, new_input_tok_s_per_gpu=0.0)
+    assert check.time_shares(w, {"decode": 400.0, "prefill": 1000.0}) == {"decode": 0.25}
+    both = check.Workload(output_tok_s_per_gpu=100.0, new_input_tok_s_per_gpu=300.0)
+    # a phase with no rate takes all the time there is
+    assert check.time_shares(both, {"decode": 0.0, "prefill": 600.0}) == {
+        "decode": math.inf,
+        "prefill": 0.5,
+    }
+
+
+def test_finite_blanks_only_the_named_non_finite_numbers():
+    d = {"a": math.inf, "b": math.nan, "c": 1.5, "d": -math.inf}
+    assert check.finite(d, ("a", "b", "c")) == {"a": None, "b": None, "c": 1.5, "d": -math.inf}
+
+
+@pytest.mark.parametrize(
+    "ratio,verdict",
+    [
+        (0.0, "possible"),
+        (1.0 + 1e-12, "impossible"),
+        (math.nan, "impossible"),
+        (-math.inf, "impossible"),
+    ],
+)
+def test_verdict_of_a_ratio_that_is_not_a_number_is_impossible(ratio, verdict):
+    assert check.physics_verdict(ratio) == verdict
+
+
+@pytest.mark.parametrize(
+    "start,cap,sizes",
+    [
+        (1, 5, [1, 2, 4, 5]),
+        (1, 4, [1, 2, 4]),
+        (1, 1, [1]),
+        (3, 20, [3, 6, 12, 20]),
+        (1.0, 6.5, [1.0, 2.0, 4.0, 6.5]),
+    ],
+)
+def test_doublings_end_at_the_cap(start, cap, sizes):
+    assert check.doublings(start, cap) == sizes
+
+
+def test_memory_ceiling_per_gpu_and_its_arithmetic():
+    # 4 sequences on 4 GB300: 12.0187 GB a step / 32 TB/s = 375.6 us; 4 tokens a step
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    step = (7_506_534_400 + 40 * 6 * 18_800_640) / 32e12
+    mc = check.memory_ceiling(m, g, 4, 4)
+    assert (mc.name, mc.phase) == ("memory bandwidth", "decode")
+    assert mc.tok_s_per_gpu == pytest.approx(4 / step / 4, rel=1e-9)
+    assert mc.formula.endswith("/ 4 GPUs = 2,663 tok/s per GPU")
+    # keeping 3.51 tokens of a 6-token verify: x 3.51 over a step that also reads the drafter
+    spec = check.memory_ceiling(m, g, 4, 4, check.Workload(tokens_per_step=3.51, verify_tokens=6))
+    step6 = (7_506_534_400 + 40 * 6 * 18_800_640 + 520_000_000) / 32e12
+    assert spec.tok_s_per_gpu == pytest.approx(4 * 3.51 / step6 / 4, rel=1e-9)
+    # active parameters x 0.8 read 0.8 of the weights
+    low = check.memory_ceiling(m, g, 4, 4, active_scale=0.8)
+    assert low.tok_s_per_gpu == pytest.approx(mc.tok_s_per_gpu / 0.8, rel=1e-9)
+
+
+def test_usable_memory_is_nine_tenths_of_what_the_gpu_reports():
+    assert check.usable_bytes(catalogs.as_gpu("gb300")) == 0.9 * 288e9  # nameplate: none reported
+    assert check.usable_bytes(catalogs.as_gpu("h200")) == 0.9 * 150_754_820_096
+
+
+def test_narrowest_kv_dtype_is_the_first_precision_with_a_row_format():
+    assert check.narrowest_kv_dtype(catalogs.as_model(V41)) == "fp4"
+    assert check.narrowest_kv_dtype(catalogs.as_model("deepseek-v3")) == "fp8"
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.compression_ratios = None
+    assert check.narrowest_kv_dtype(m) is None
+
+
+def test_capacity_by_hand_spread_dense_and_offloaded():
+    """DeepSeek-V4.1-Flash, 100,000-token sequences: 89,000,000 B of KV + 2,703,360 B window =
+    91,703,360 B; 0.9 x 288 GB = 259.2 GB usable a GB300; 297,196,032,000 B of weights."""
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    per_seq, usable = 91_703_360, 259.2e9
+    spread = check.capacity(m, g, 72, context=100_000)  # all weights spread: 4.128 GB a GPU
+    assert spread.per_sequence_bytes == per_seq and spread.weights_bytes == 297_196_032_000 / 72
+    assert spread.sequences == (usable - 297_196_032_000 / 72) // per_seq == 2_781
+    assert spread.free_bytes == usable - 297_196_032_000 / 72
+    # dense weights on every GPU (tp 1), KV in 4 groups: 1,947 a GPU, 7,788 on 4
+    dp = check.capacity(m, g, 4, context=100_000, tp=1)
+    assert dp.weights_bytes == 8_418_201_600 + 288_777_830_400 / 4
+    assert dp.sequences == 4 * 1_947 and dp.formula.endswith("= 1,947 sequences per GPU")
+    # tp 4: dense weights split 4 ways, every rank holds every sequence: one group
+    tp4 = check.capacity(m, g, 4, context=100_000, tp=4)
+    assert tp4.weights_bytes == (8_418_201_600 + 288_777_830_400) / 4 and tp4.sequences == 2_016
+    # offload: the 4.128 GB go to the 236 GB of Grace memory, all of HBM holds KV
+    off = check.capacity(m, g, 72, context=100_000, offload=True)
+    assert off.offloaded_bytes == 297_196_032_000 / 72 and off.free_bytes == usable
+    assert off.sequences == usable // per_seq == 2_826
+    # more weights than the host holds: 236 GB offloaded, 64 GB left in HBM
+    big = check.capacity(m, g, 72, context=100_000, weights=300e9, offload=True)
+    assert big.offloaded_bytes == 236e9 and big.free_bytes == usable - 64e9
+    assert big.sequences == (usable - 64e9) // per_seq and big.what_does_not_fit is None
+    # the caller's HBM, weights and most
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).usable_bytes == 100e9
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).sequences == 1_045
+    assert check.capacity(m, g, 72, context=100_000, weights=50e9).sequences == 2_281
+    assert check.capacity(m, g, 72, context=1_000).sequences == check.MAX_BATCH == 65_536
+    assert check.capacity(m, g, 72, context=1_000, most=100).sequences == 100
+    # no KV dtype: the window alone; no window either: as many as allowed
+    assert check.capacity(m, g, 72, context=100_000, kv_dtype=None).per_sequence_bytes == 2_703_360
+    bare = check.capacity(m, g, 72, context=100_000, kv_dtype=None, window=False)
+    assert (bare.per_sequence_bytes, bare.sequences) == (0.0, check.MAX_BATCH)
+
+
+def test_capacity_at_its_edges_names_what_does_not_fit():
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    usable, one = 259.2e9, 3_593_360  # a 1,000-token sequence: 890,000 B KV + 2,703,360 B window
+    assert check.capacity(m, g, 72, context=1_000).per_sequence_bytes == one
+    full = check.capacity(m, g, 72, context=1_000, weights=usable)  # weights fill the HBM
+    assert (full.sequences, full.what_does_not_fit) == (0, "weights")
+    short = check.capacity(m, g, 72, context=1_000, weights=usable - 1)  # 1 B left for KV
+    assert (short.sequences, short.what_does_not_fit) == (0, "KV cache")
+    # no bytes per sequence still needs some room left
+    none = check.capacity(m, g, 72, weights=usable, kv_dtype=None, window=False)
+    assert (none.sequences, none.what_does_not_fit) == (0, "weights")
+    # room for exactly one sequence: it fits
+    exact = check.capacity(m, g, 72, context=1_000, weights=1e9, hbm=1e9 + one)
+    assert (exact.sequences, exact.what_does_not_fit) == (1, None)
+    less = check.capacity(m, g, 72, context=1_000, weights=1e9, hbm=1e9 + one - 1)
+    assert (less.sequences, less.what_does_not_fit) == (0, "KV cache")
+    # with Grace memory: weights up to HBM + host are held, at it they are not
+    at = check.capacity(m, g, 72, context=1_000, weights=usable + 236e9, offload=True)
+    assert at.what_does_not_fit == "weights"
+    below = check.capacity(m, g, 72, context=1_000, weights=usable + 236e9 - 1, offload=True)
+    assert below.what_does_not_fit == "KV cache"
+    # the longest sequence must fit too, not only the average one
+    long = check.capacity(m, g, 72, context=1_000, longest=300e9 / 890)
+    assert long.per_sequence_bytes == one and long.sequences == 0
+    assert long.what_does_not_fit == "KV cache"
