@@ -706,3 +706,107 @@ def test_capacity_at_its_edges_names_what_does_not_fit():
     long = check.capacity(m, g, 72, context=1_000, longest=300e9 / 890)
     assert long.per_sequence_bytes == one and long.sequences == 0
     assert long.what_does_not_fit == "KV cache"
+
+
+def test_what_a_figure_counts_sets_its_phase_and_each_phase_s_rate():
+    # prefill named: input tokens, no decode, none of the decode readings
+    p = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    assert (p.phase, p.counted, p.limit, p.batch, p.notes) == (
+        "prefill",
+        "input",
+        "compute",
+        None,
+        [],
+    )
+    assert (p.work.output_tok_s_per_gpu, p.work.new_input_tok_s_per_gpu) == (0.0, 1000.0)
+    assert p.ratio == pytest.approx(1000 / PREFILL_CAP_GB300, rel=1e-9)
+    assert [r.name for r in p.ceilings] == ["memory capacity", "compute"]
+    # input counted: a prefill figure
+    assert check.check_claim(V41, "gb300", 8, 1000.0, counted="input").phase == "prefill"
+    # ISL and OSL: both phases; 1,000 output tok/s bring 1,000 x 1,000 / 100 = 10,000 input
+    m = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100)
+    assert (m.phase, m.counted) == ("mixed", "output")
+    w = m.work
+    assert (w.output_tok_s_per_gpu, w.new_input_tok_s_per_gpu) == (1000.0, 10_000.0)
+    assert (w.decode_context, w.prefill_prefix) == (1000 + 100 / 2, 1000 / 2)
+    assert m.fractions == {
+        "decode": 1000 / m.bounds["decode"],
+        "prefill": 10_000 / m.bounds["prefill"],
+    }
+    assert m.ratio == sum(m.fractions.values()) and m.ceiling_tok_s_per_gpu == 1000 / m.ratio
+    # the larger share names the limit, with its phase
+    assert m.fractions["prefill"] > m.fractions["decode"] and m.limit == "prefill compute"
+    # input counted: 1,000 input bring 1,000 x 100 / 1,000 = 100 output
+    i = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, counted="input")
+    assert (i.work.output_tok_s_per_gpu, i.work.new_input_tok_s_per_gpu) == (100.0, 1000.0)
+    # one phase named of a mixed workload: the other's rate is not the GPUs'
+    d = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, phase="decode")
+    assert (d.work.output_tok_s_per_gpu, d.work.new_input_tok_s_per_gpu) == (1000.0, 0.0)
+    assert d.limit == "compute" and list(d.fractions) == ["decode"]
+    pre = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, phase="prefill")
+    assert (pre.work.output_tok_s_per_gpu, pre.work.new_input_tok_s_per_gpu) == (0.0, 1000.0)
+
+
+def test_a_cached_share_moves_the_prefix_and_leaves_the_new_input():
+    # half of 1,000 input tokens cached: a new token sits behind 500 + 500 / 2 = 750 tokens;
+    # 10,000 input tok/s, 5,000 of them new
+    c = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, cached_share=0.5)
+    assert (c.work.prefill_prefix, c.work.new_input_tok_s_per_gpu) == (750.0, 5000.0)
+    assert c.work.cached_share == 0.5
+    # a context given is the decode context; without ISL it is also the prefill prefix
+    ctx = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, context=3000)
+    assert (ctx.work.decode_context, ctx.work.prefill_prefix) == (3000, 500)
+    alone = check.check_claim(V41, "gb300", 8, 1000.0, context=3000, batch=4)
+    assert (alone.work.decode_context, alone.work.prefill_prefix) == (3000, 3000)
+
+
+def test_a_total_over_the_gpus_is_divided_among_them():
+    c = check.check_claim(V41, "gb300", 8, 8000.0, per="total")
+    assert c.claimed_tok_s_per_gpu == 1000.0 and c.work.output_tok_s_per_gpu == 1000.0
+    assert c.ratio == pytest.approx(1000 / DECODE_CAP_GB300, rel=1e-9)
+    each = check.check_claim(V41, "gb300", 8, 8000.0, per="gpu")
+    assert each.claimed_tok_s_per_gpu == 8000.0
+
+
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        (dict(counted="total", isl=1000), "counted"),  # no OSL: cannot split
+        (dict(counted="total", osl=100), "counted"),
+        (dict(phase="prefill", counted="output"), "counted"),
+        (dict(phase="decode", counted="input"), "counted"),
+        (dict(batch=0), "concurrency"),
+        (dict(batch=2.5), "concurrency"),
+    ],
+)
+def test_a_workload_that_cannot_be_read_is_refused_by_field(kw, field):
+    with pytest.raises(InputError) as e:
+        check.check_claim(V41, "gb300", 8, 1000.0, **kw)
+    assert (e.value.file, e.value.field) == ("-", field)
+
+
+def test_a_rate_that_is_not_a_number_is_refused():
+    with pytest.raises(InputError) as e:
+        check.check_claim(V41, "gb300", 8, "1000")  # type: ignore[arg-type]
+    assert (e.value.file, e.value.field) == ("-", "tok_s")
+
+
+def test_a_context_on_a_model_without_a_kv_layout_is_refused_by_its_file():
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    for kw in (dict(context=1000), dict(isl=1000, osl=100)):
+        with pytest.raises(InputError) as e:
+            check.check_claim(m, "gb300", 8, 1000.0, **kw)
+        assert (e.value.file, e.value.field) == (m.file, "kv_cache")
+    # without a context it is judged, on what it has
+    c = check.check_claim(m, "gb300", 8, 1000.0)
+    assert c.work.kv_dtype is None and not any("no context given" in n for n in c.notes)
+
+
+def test_no_context_is_said_only_where_decode_reads_one():
+    def said(**kw):
+        c = check.check_claim(V41, "gb300", 8, 1000.0, **kw)
+        return any("no context given" in n for n in c.notes)
+
+    assert said() and said(phase="decode")
+    assert not said(context=1000) and not said(isl=1000, osl=100) and not said(phase="prefill")
