@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 
+from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.physics import attainable, roofline
 from rackbook.physics import expected as E
@@ -267,3 +268,104 @@ def test_placement_and_brief_read_the_claim_against_the_interval() -> None:
         "claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x); model error: v"
     )
     assert brief({}) == ""
+
+
+def test_held_out_text_gives_the_numbers_of_the_summary() -> None:
+    s = {"points": 10, "median_ratio": 0.95, "within_2x": 0.8, "inside": 0.7}
+    text = E.held_out_text(s)
+    assert "0.95" in text and "80 % of 10 published points" in text and "70 % inside" in text
+    assert "inside" not in E.held_out_text({k: v for k, v in s.items() if k != "inside"})
+    assert E.held_out_text({"points": 0}) == E.held_out_text({}) == ""
+    assert E.Fit(1.0, 0.0, 0.0, 0.0).validation_text == ""
+    assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text
+
+
+def test_load_fit_reads_the_file_else_the_prior(tmp_path) -> None:
+    import yaml
+
+    prior = E.load_fit(tmp_path / "none.yaml")
+    assert (prior.efficiency, prior.layer_s, prior.source) == (1.0, E.ANCHOR_LAYER_S, "prior")
+    assert (prior.log_low, prior.log_high) == (-math.log(2), math.log(2))  # x/ 2
+    assert E.ANCHOR_LAYER_S == 1 / 125 / 61
+    fit = {"efficiency": 2, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    doc = {"fit": fit, "held_out": {"src": dict(fit, efficiency=3)}, "validation": {"all": {}}}
+    f = tmp_path / "fit.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    got = E.load_fit(f)
+    assert got.params() == {"efficiency": 2.0, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    assert got.held_out == {
+        "src": {"efficiency": 3.0, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    }
+    assert got.validation == {"all": {}} and got.source.endswith("fit.yaml")
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump({"fit": fit}))
+    assert (E.load_fit(bare).held_out, E.load_fit(bare).validation) == ({}, {})
+    for bad in (
+        {"fit": {k: v for k, v in fit.items() if k != "log_high"}},
+        {"fit": dict(fit, efficiency="x")},
+    ):
+        f.write_text(yaml.safe_dump(bad))
+        with pytest.raises(InputError) as e:
+            E.load_fit(f)
+        assert e.value.field == "fit" and e.value.file.endswith("fit.yaml")
+
+
+def test_bucket_rounds_to_quarter_powers_of_two() -> None:
+    # 2^(round(4 log2 x) / 4): 100 -> 2^(27 / 4) = 107.6 -> 108; below 1 -> 1
+    assert [E._bucket(x) for x in (0.5, 1, 2, 3, 100, 1000, 1024)] == [1, 1, 2, 3, 108, 1024, 1024]
+
+
+def test_deployment_names_and_the_nic_of_a_gpu() -> None:
+    assert [E.deployment_name(t, g) for t, g in ((1, 8), (8, 8), (4, 8), (1, 1))] == [
+        "dp-ep", "tp-ep", "hybrid tp4", "dp-ep",
+    ]  # fmt: skip
+    assert (E._nic_of("gb300"), E._nic_of("h200")) == (100e9, 50e9)
+    assert E._nic_of("no-such-gpu") == 50e9  # the catalog's least
+
+
+def test_littles_law_counts_the_clients_decoding() -> None:
+    # 16 clients, OSL 1,024, TTFT 2 s, TPOT 50 ms: 16 x 51.15 / (2 + 51.15)
+    assert E.littles_law(16, 1024, 2, 0.05) == pytest.approx(16 * 51.15 / 53.15, rel=1e-12)
+    assert E.littles_law(16, 1, 2, 0.05) == 0.0  # one output token: no decode stage
+    assert E.littles_law(16, 0, 0, 0.05) == 16  # no time at all: every client
+    assert E.littles_law(16, 2, 0, 0.05) == 16  # no TTFT: every client decodes
+
+
+def test_expected_text_and_dict() -> None:
+    e = E.Expected(1000.0, 500.0, 2000.0, 2.0, "dp-ep on 4 GPUs", {}, 4.0, "", ("a", "b"))
+    assert "~1,000 (500-2,000)" in e.text() and "dp-ep on 4 GPUs" in e.text()
+    assert e.text("v").endswith("; validation: v") and "validation" not in e.text()
+    d = e.to_dict()
+    assert d["notes"] == ["a", "b"] and (d["tok_s_per_gpu"], d["ratio"], d["batch"]) == (
+        1000.0,
+        2.0,
+        4.0,
+    )
+    none = E.Expected(0.0, 0.0, 0.0, math.inf, "none", {}, notes=("why",))
+    assert none.text() == "real deployments: none expected (why)"
+    assert "(why)" not in E.Expected(math.inf, 0.0, 0.0, math.inf, "none", {}).text()
+    assert "none expected" in E.Expected(math.inf, 0.0, 0.0, math.inf, "none", {}).text()
+    assert E.Expected(-1.0, 0.0, 0.0, 1.0, "x", {}).text().startswith("real deployments: none")
+
+
+@pytest.mark.parametrize(
+    "args,facts",
+    [
+        ((None, None, 512.0, 512.0, None), ("512 sequences", "best batch", "KV capacity")),
+        ((16.0, None, 16.0, 1000.0, None), ("16 sequences", "concurrency 16")),
+        ((16.0, None, 16.0, 1000.0, 50.0), ("16 sequences", "concurrency 16", "within TPOT 50 ms")),
+        ((16.0, None, 8.0, 1000.0, 50.0), ("8 sequences", "concurrency 16", "TPOT limit")),
+        ((16.0, None, 8.0, 8.0, 50.0), ("8 sequences", "concurrency 16", "KV capacity")),
+        (
+            (15.4, 15.4, 8.0, 1000.0, 50.0),
+            ("8 sequences", "15.4 decoding", "derived", "TPOT limit"),
+        ),
+    ],
+)
+def test_batch_text_names_what_set_the_batch(args, facts) -> None:
+    """The batch, where it came from, and what capped it (only that: TPOT or KV capacity)."""
+    text = E._batch_text(*args)
+    assert text.startswith(facts[0]) and all(f in text for f in facts)
+    causes = ("TPOT limit", "KV capacity", "within TPOT")
+    named = {c for c in causes if any(c in f for f in facts)}
+    assert {c for c in causes if c in text} == named
