@@ -810,3 +810,20 @@ def test_no_context_is_said_only_where_decode_reads_one():
 
     assert said() and said(phase="decode")
     assert not said(context=1000) and not said(isl=1000, osl=100) and not said(phase="prefill")
+
+
+def test_best_batch_is_the_first_doubling_whose_bandwidth_reaches_compute():
+    # 100,000-token sequences on 4 GB300: 664, 1,325, 2,636, 5,222 tok/s per GPU at 1, 2, 4 and
+    # 8 sequences (context reads included)
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    w = check.Workload(decode_context=100_000)
+    at = [check.memory_ceiling(m, g, 4, b, w).tok_s_per_gpu for b in (1, 2, 4, 8)]
+    assert at == pytest.approx([663.99, 1324.70, 2636.41, 5221.59], abs=0.01)
+    b, r = check._best_batch(m, g, 4, 1024, 5000.0, w, 1.0)  # compute at 5,000: 8 reaches it
+    assert (b, r.tok_s_per_gpu) == (8, at[3]) and r.formula.endswith("(best batch 8)")
+    one, r1 = check._best_batch(m, g, 4, 1024, 1.0, w, 1.0)  # one sequence is already enough
+    assert (one, r1.tok_s_per_gpu) == (1, at[0])
+    # compute never reached: the most that fit, at the workload's context and active scale
+    most, rm = check._best_batch(m, g, 4, 1024, 1e9, w, 0.8)
+    assert most == 1024 and rm.formula.endswith("(best batch 1,024)")
+    assert rm.tok_s_per_gpu == check.memory_ceiling(m, g, 4, 1024, w, 0.8).tok_s_per_gpu
