@@ -827,3 +827,44 @@ def test_best_batch_is_the_first_doubling_whose_bandwidth_reaches_compute():
     most, rm = check._best_batch(m, g, 4, 1024, 1e9, w, 0.8)
     assert most == 1024 and rm.formula.endswith("(best batch 1,024)")
     assert rm.tok_s_per_gpu == check.memory_ceiling(m, g, 4, 1024, w, 0.8).tok_s_per_gpu
+
+
+def test_the_reason_names_the_numbers_of_the_binding_reading():
+    # mixed: each phase's share of the time, their sum and the workload's ceiling
+    m = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100)
+    f = m.fractions
+    assert f"decode {f['decode']:.3g} + prefill {f['prefill']:.3g} = " in m.reason
+    assert (
+        f"{m.ceiling_tok_s_per_gpu:,.0f} output tok/s per GPU" in m.reason and "GB300" in m.reason
+    )
+    # decode alone at the best batch: the ceiling is the bound, and the batch is named
+    d = check.check_claim(V41, "gb300", 8, 1000.0)
+    assert (
+        d.ceiling_tok_s_per_gpu == pytest.approx(d.bounds["decode"], rel=1e-12) and d.batch == 512
+    )
+    assert f"ceiling of {d.bounds['decode']:,.0f} output tok/s per GPU" in d.reason
+    assert d.reason.endswith("with 512 sequences decoding together")
+    assert f"({d.ceiling_tok_s_per_gpu:,.0f}" not in d.reason
+    # prefill: new input tokens, no batch
+    p = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    assert f"prefill compute ceiling of {p.bounds['prefill']:,.0f} new input tok/s" in p.reason
+    assert (
+        "decoding together" not in p.reason and f"({p.ceiling_tok_s_per_gpu:,.0f}" not in p.reason
+    )
+    # a model that does not fit: the first note says why; without one, that it does not fit
+    w = check.check_claim(V41, "h200", 1, 10)
+    assert w.reason == w.notes[0] and w.ratio == math.inf and w.ceiling_tok_s_per_gpu == 0.0
+    bare = dataclasses.replace(w, notes=[])
+    assert bare.reason == "the model does not fit"
+
+
+def test_a_figure_that_does_not_fit_reads_capacity_only():
+    # 21,600 sequences of 1M tokens on 72 GB300: 290 a GPU fit (see above); no rate is read
+    c = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=21_600)
+    assert c.ratio == math.inf and c.batch == 21_600 and c.fractions == {} and c.bounds == {}
+    assert [r.name for r in c.ceilings] == ["compute", "memory capacity"]
+    assert c.ceilings[1].tok_s_per_gpu == math.inf  # some fit, only not that many
+    assert c.notes[0].startswith("the KV cache does not fit: 21,600 sequences")
+    w = check.check_claim(V41, "h200", 1, 10)
+    assert (w.batch, w.ceilings[1].tok_s_per_gpu) == (None, 0.0)  # nothing fits
+    assert w.notes[0].endswith("on " + catalogs.as_gpu("h200").name)
