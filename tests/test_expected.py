@@ -369,3 +369,122 @@ def test_batch_text_names_what_set_the_batch(args, facts) -> None:
     causes = ("TPOT limit", "KV capacity", "within TPOT")
     named = {c for c in causes if any(c in f for f in facts)}
     assert {c for c in causes if c in text} == named
+
+
+def test_network_adds_the_attention_all_reduce_under_tp(gb300, flash) -> None:
+    assert E._network(flash, gb300, 1, 1, 1.0, 40) == 0.0  # one GPU: nothing crosses a link
+    # tp 8 on 8 GB300, one token: dispatch + combine 1/8 x 6 x 5,120 x 3 B over 7/8 of the
+    # 900 GB/s links a MoE layer, and per layer 2 all-reduces of 2 x 7/8 x 5,120 x 2 B
+    moe = 40 * (6 * 5120 * 3 / 8) * (7 / 8) / 900e9
+    ar = 40 * 2 * 2 * (7 / 8) * 5120 * 2 / 900e9
+    assert E._network(flash, gb300, 8, 8, 1.0, 40) == pytest.approx(moe + ar, rel=1e-12)
+    assert E._network(flash, gb300, 8, 1, 1.0, 40) == pytest.approx(
+        40 * 6 * 5120 * 3 * (7 / 8) / 900e9
+    )
+
+
+def test_decode_step_overlaps_the_network_only_with_two_sequences_a_group(
+    eff, gb300, flash
+) -> None:
+    w = Workload(decode_context=10_000)
+    many = E.decode_step(flash, gb300, 8, 64, eff, BARE, w, tp=1)
+    kernels = sum(v for k, v in many.parts.items() if k not in ("network", "latency floor"))
+    assert set(many.parts) == {
+        "dense",
+        "attention",
+        "context",
+        "index scan",
+        "experts",
+        "network",
+        "latency floor",
+    }
+    assert many.seconds == pytest.approx(max(kernels, many.parts["network"]), rel=1e-12)
+    assert many.tok_s_per_gpu == pytest.approx(64 / 8 / many.seconds, rel=1e-12)
+    one = E.decode_step(flash, gb300, 8, 1, eff, BARE, Workload(), tp=1)  # one sequence: in turn
+    assert set(one.parts) == {"dense", "experts", "network", "latency floor"}
+    assert one.seconds == pytest.approx(
+        one.parts["dense"] + one.parts["experts"] + one.parts["network"]
+    )
+    tp = E.decode_step(flash, gb300, 8, 64, eff, BARE, w, tp=8)  # tp over all GPUs: in turn
+    tp_kernels = sum(v for k, v in tp.parts.items() if k not in ("network", "latency floor"))
+    assert tp.deployment == "tp-ep"
+    assert tp.seconds == pytest.approx(tp_kernels + tp.parts["network"], rel=1e-12)
+    # the fit's efficiency scales the kernels, its floor adds a time per layer (and drafter layer)
+    fit = E.Fit(2.0, 1e-5, 0.0, 0.0)
+    slow = E.decode_step(flash, gb300, 8, 1, eff, fit, Workload(), tp=1)
+    assert slow.parts["latency floor"] == pytest.approx(40 * 1e-5)
+    assert slow.seconds == pytest.approx(
+        2 * (one.parts["dense"] + one.parts["experts"]) + one.parts["network"] + 40e-5
+    )
+    spec = E.decode_step(
+        flash, gb300, 8, 1, eff, fit, Workload(verify_tokens=6, tokens_per_step=3.51), tp=1
+    )
+    assert spec.parts["latency floor"] == pytest.approx(45 * 1e-5)  # 40 layers + 5 drafts
+    assert spec.parts["drafter"] == pytest.approx(5 * 520e6 / (eff.stream * 8e12), rel=1e-9)
+    assert spec.tok_s_per_gpu == pytest.approx(3.51 / 8 / spec.seconds, rel=1e-12)
+
+
+def test_prefill_token_overlaps_kernels_and_network(eff, gb300, flash) -> None:
+    p = E.prefill_token(flash, gb300, 8, eff, BARE, Workload(prefill_prefix=10_000))
+    kernels = sum(v for k, v in p.parts.items() if k not in ("network", "latency floor"))
+    assert (p.deployment, p.batch) == ("dp-ep", 8192.0)
+    assert p.seconds == pytest.approx(max(kernels, p.parts["network"]), rel=1e-12)
+    assert p.tok_s_per_gpu == 1 / p.seconds
+    # one token's dispatch and combine: 6 x 5,120 x 3 B over 7/8 of the links, 20 prefill layers
+    assert p.parts["network"] == pytest.approx(20 * 6 * 5120 * 3 * (7 / 8) / 900e9)
+    bare = E.prefill_token(flash, gb300, 8, eff, BARE, Workload())
+    assert set(bare.parts) == {"dense", "experts", "network", "latency floor"}
+    fit = E.Fit(1.0, 1e-4, 0.0, 0.0)  # the floor: 20 prefill layers a chunk of 8,192 tokens
+    floor = E.prefill_token(flash, gb300, 8, eff, fit, Workload()).parts["latency floor"]
+    assert floor == pytest.approx(20 * 1e-4 / 8192)
+
+
+def test_expected_prefill_reads_one_token_and_warns_past_the_ttft() -> None:
+    w = Workload(new_input_tok_s_per_gpu=1000.0, prefill_prefix=10_000)
+    e = E.expected(FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE)
+    token = e.terms["prefill"]["token"]
+    assert e.ratio == pytest.approx(1000 * token, rel=1e-12) and e.tok_s_per_gpu == pytest.approx(
+        1 / token
+    )
+    assert (e.low, e.high) == pytest.approx(
+        (e.tok_s_per_gpu * math.exp(-0.5), e.tok_s_per_gpu * math.exp(0.5))
+    )
+    assert (e.deployment, e.batch, e.notes) == ("dp-ep on 8 GPUs", None, ())
+    # a request's prefill: 2 x its prefix x a token's time over the 8 GPUs
+    alone = 2 * 10_000 * token / 8
+    assert (
+        E.expected(
+            FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE, ttft_s=alone
+        ).notes
+        == ()
+    )
+    late = E.expected(
+        FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE, ttft_s=alone * 0.99
+    )
+    assert len(late.notes) == 1 and "TTFT" in late.notes[0]
+
+
+def test_expected_refuses_a_deployment_it_cannot_place() -> None:
+    w = decoding(concurrency=8)
+    for gpus, dep in ((8, "hybrid"), (144, "tp-ep")):  # 144 GPUs span two NVLink domains
+        with pytest.raises(InputError) as e:
+            E.expected(FLASH, "gb300", gpus, w, claimed=1.0, deployment=dep)
+        assert (e.value.file, e.value.field) == ("-", "deployment")
+    six = E.expected(FLASH, "gb300", 6, decoding(concurrency=6), claimed=1.0, deployment="tp-ep")
+    assert (six.deployment, six.batch) == ("tp-ep on 6 GPUs", 6.0)
+
+
+def test_expected_where_nothing_fits_or_the_kv_layout_is_unknown() -> None:
+    none = E.expected(FLASH, "h200", 1, decoding(), claimed=1.0)
+    assert (none.tok_s_per_gpu, none.ratio, none.deployment, none.terms) == (
+        0.0,
+        math.inf,
+        "none",
+        {},
+    )
+    assert none.notes == ("no deployment holds the weights and one sequence's KV",)
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    ctx = E.expected(m, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
+    assert len(ctx.notes) == 1 and "not counted" in ctx.notes[0]
+    assert E.expected(m, "gb300", 8, decoding(concurrency=8), claimed=1.0).notes == ()
