@@ -570,6 +570,18 @@ def test_cached_share_threshold_bisects_the_last_crossing_only():
     # impossible up to 98 %: the crossing lies between the 40th share (97.5 %) and the last
     late = _threshold_of(lambda s: 2.0 if s < 0.98 else 0.5)
     assert late.verdict == "undetermined" and 0.98 <= late.share < 0.98 + 1e-4
+    # a share read at exactly the bound while bisecting is possible: the crossing is 28 %
+    edge = _threshold_of(lambda s: 2.0 if s < 0.28 else 1.0)
+    assert 0.28 <= edge.share < 0.28 + 1e-4
+
+
+def test_cached_share_threshold_states_the_figure_and_the_verdict():
+    kw = dict(reading=lambda c: 0.5, phase="prefill")
+    t = check.cached_share_threshold(V41, "gb300", 8, 1_234_567.89, **kw)
+    assert t.formula.startswith("1,234,570 tok/s: 0.5x the bound uncached, 0.5x with")  # 6 figures
+    assert t.verdict == "possible" and "possible at any cached share" in t.formula
+    never = _threshold_of(lambda s: 3.0)
+    assert never.verdict == "impossible" and "impossible at any cached share" in never.formula
 
 
 def test_time_shares_count_only_the_phases_the_workload_has():
