@@ -880,3 +880,29 @@ def test_a_figure_that_does_not_fit_reads_capacity_only():
     w = check.check_claim(V41, "h200", 1, 10)
     assert (w.batch, w.ceilings[1].tok_s_per_gpu) == (None, 0.0)  # nothing fits
     assert w.notes[0].endswith("on " + catalogs.as_gpu("h200").name)
+
+
+def _relative_model(factor: float = 2.0):
+    """DeepSeek-V4-Flash with its KV layout given only as ``factor`` x DeepSeek-V4.1-Flash's."""
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.compression_ratios = m.kv_cache.owning_layers = None
+    m.kv_cache.relative_to = catalogs.KvRelative(model=V41, factor=factor, approximate=True)
+    return m
+
+
+def test_sequence_bytes_of_a_layout_given_relative_to_another():
+    v41 = catalogs.as_model(V41)
+    # 1,000 tokens of DeepSeek-V4.1-Flash: 890,000 B KV + 2,703,360 B window
+    assert check.sequence_bytes(v41, 1000, "fp4", relative=False, window=True) == 3_593_360
+    assert check.sequence_bytes(v41, 1000, "fp4", relative=True, window=True) == 3_593_360
+    assert check.sequence_bytes(v41, 999.5, "fp4", relative=False, window=False) == 890_000  # up
+    rel = _relative_model()
+    assert check.sequence_bytes(rel, 1000, "fp4", relative=True, window=True) == 2 * 3_593_360
+    assert check.sequence_bytes(rel, 1000, "fp4", relative=True, window=False) == 2 * 890_000
+    # no KV dtype: a relative reading counts nothing, a plain one the model's own window
+    assert check.sequence_bytes(rel, 1000, None, relative=True, window=True) == 0.0
+    assert check.sequence_bytes(v41, 1000, None, relative=True, window=True) == 0.0
+    assert check.sequence_bytes(v41, 1000, None, relative=False, window=True) == 2_703_360
+    with pytest.raises(InputError) as e:  # read as its own, the layout is unknown
+        check.sequence_bytes(rel, 1000, "fp4", relative=False, window=True)
+    assert e.value.field == "kv_cache.compression_ratios"

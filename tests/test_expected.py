@@ -488,3 +488,18 @@ def test_expected_where_nothing_fits_or_the_kv_layout_is_unknown() -> None:
     ctx = E.expected(m, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
     assert len(ctx.notes) == 1 and "not counted" in ctx.notes[0]
     assert E.expected(m, "gb300", 8, decoding(concurrency=8), claimed=1.0).notes == ()
+
+
+def test_context_of_a_layout_given_relative_to_another(flash) -> None:
+    rel = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    rel.kv_cache.compression_ratios = rel.kv_cache.owning_layers = None
+    rel.kv_cache.relative_to = catalogs.KvRelative(model=FLASH, factor=2.0, approximate=True)
+    own = E._context(flash, 1000.0, "decode", "fp4")
+    assert all(x > 0 for x in own)
+    assert E._context(rel, 1000.0, "decode", "fp4") == tuple(2.0 * x for x in own)
+    assert E._context(rel, 1000.0, "decode", None) == (0.0, 0.0, 0.0, 0.0)
+    assert E._context(flash, 0.0, "decode", "fp4") == (0.0, 0.0, 0.0, 0.0)
+    assert E._context(flash, 1000.0, "decode", None) == (0.0, 0.0, 0.0, 0.0)
+    # the relative model's notes say how its context was costed
+    e = E.expected(rel, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
+    assert len(e.notes) == 1 and "2x DeepSeek-V4.1-Flash's (approximate)" in e.notes[0]
