@@ -653,6 +653,12 @@ def test_narrowest_kv_dtype_is_the_first_precision_with_a_row_format():
     assert check.narrowest_kv_dtype(catalogs.as_model(V41)) == "fp4"
     assert check.narrowest_kv_dtype(catalogs.as_model("deepseek-v3")) == "fp8"
     m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    none = {"fp4": None, "fp8": None, "bf16": None}
+    empty = m.model_copy(deep=True)
+    empty.kv_cache.row_formats = m.kv_cache.row_formats.model_copy(update=none)
+    assert check.narrowest_kv_dtype(empty) is None  # a table with no format in it
+    empty.kv_cache.row_formats = None
+    assert check.narrowest_kv_dtype(empty) is None
     m.kv_cache.compression_ratios = None
     assert check.narrowest_kv_dtype(m) is None
 
