@@ -912,3 +912,16 @@ def test_sequence_bytes_of_a_layout_given_relative_to_another():
     with pytest.raises(InputError) as e:  # read as its own, the layout is unknown
         check.sequence_bytes(rel, 1000, "fp4", relative=False, window=True)
     assert e.value.field == "kv_cache.compression_ratios"
+
+
+def test_the_decode_compute_reading_keeps_what_a_verify_keeps():
+    # DeepSeek-R1 has no drafter: 1.5 tokens kept a step verify 2; 106,943 x 1.5 / 2 = 80,207
+    c = check.check_claim("deepseek-r1", "gb300", 8, 1000.0, tokens_per_step=1.5)
+    comp = c.ceilings[0]
+    assert (comp.name, comp.phase, c.work.verify_tokens) == ("compute", "decode", 2)
+    assert comp.tok_s_per_gpu == pytest.approx(80_207.38, abs=0.01)
+    assert comp.formula.endswith(
+        "verifies 2 tokens and keeps 1.5: 106,943 x 1.5 / 2 = 80,207 tokens/s kept"
+    )
+    plain = check.check_claim(V41, "gb300", 8, 1000.0).ceilings[0]  # one token: nothing kept apart
+    assert plain.phase == "decode" and plain.formula.endswith("= 241,834 tokens/s")
