@@ -883,6 +883,7 @@ def test_a_figure_that_does_not_fit_reads_capacity_only():
     assert [r.name for r in c.ceilings] == ["compute", "memory capacity"]
     assert c.ceilings[1].tok_s_per_gpu == math.inf  # some fit, only not that many
     assert c.notes[0].startswith("the KV cache does not fit: 21,600 sequences")
+    assert "need 267.8 GB per GPU" in c.notes[0]  # 300 a GPU x 892,703,360 B
     w = check.check_claim(V41, "h200", 1, 10)
     assert (w.batch, w.ceilings[1].tok_s_per_gpu) == (None, 0.0)  # nothing fits
     assert w.notes[0].endswith("on " + catalogs.as_gpu("h200").name)
@@ -925,3 +926,21 @@ def test_the_decode_compute_reading_keeps_what_a_verify_keeps():
     )
     plain = check.check_claim(V41, "gb300", 8, 1000.0).ceilings[0]  # one token: nothing kept apart
     assert plain.phase == "decode" and plain.formula.endswith("= 241,834 tokens/s")
+
+
+def test_the_longest_sequence_must_fit_not_only_the_average_one():
+    """ISL 1,000,000 + OSL 48,576: a sequence holds 1,024,288 tokens on average (914.3 MB) and
+    1,048,576 at its end (935.9 MB). An H100 reporting just enough HBM to leave 925.1 MB a GPU
+    after 37.15 GB of weights (8 GPUs) holds the average sequence but not its end."""
+    m = catalogs.as_model(V41)
+    held, longest = 1_024_288, 1_048_576
+    per = [check.sequence_bytes(m, t, "fp4", relative=False, window=True) for t in (held, longest)]
+    assert per == [914_319_680, 935_936_000]
+    weights = 297_196_032_000 / 8
+    g = catalogs.as_gpu("h100-sxm").model_copy(update={"hbm_reported_bytes": 42_305_146_489})
+    free = check.usable_bytes(g) - weights
+    assert per[0] < free < per[1]
+    assert check.capacity(m, g, 8, context=held).sequences == 1
+    c = check.check_claim(m, g, 8, 10.0, isl=1_000_000, osl=48_576)
+    assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
+    assert "1,048,576 tokens" in c.notes[0]
