@@ -503,3 +503,32 @@ def test_context_of_a_layout_given_relative_to_another(flash) -> None:
     # the relative model's notes say how its context was costed
     e = E.expected(rel, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
     assert len(e.notes) == 1 and "2x DeepSeek-V4.1-Flash's (approximate)" in e.notes[0]
+
+
+def _linear_step(seconds_per_sequence: float):
+    """A decode step taking ``seconds_per_sequence`` x the batch (to read the TPOT search)."""
+    return lambda b: E.Step("dp-ep", b, {}, seconds_per_sequence * b, 0.0)
+
+
+def test_tpot_batch_is_the_largest_batch_within_the_limit() -> None:
+    # 1 ms a sequence, 10 ms TPOT: 10 sequences; keeping 2 tokens a step: 20
+    assert E._tpot_batch(_linear_step(1e-3), 100, 10.0, 1.0) == 10
+    assert E._tpot_batch(_linear_step(1e-3), 100, 10.0, 2.0) == 20
+    assert E._tpot_batch(_linear_step(1e-3), 100, 2.0, 1.0) == 2
+    assert E._tpot_batch(_linear_step(1e-3), 100, 1.0, 1.0) == 1  # exactly at the limit
+    assert E._tpot_batch(_linear_step(1e-3), 100, 0.5, 1.0) == 0.0  # not even one
+    # 1 us a sequence, 1 ms: 1,000, found to within 2 % from below
+    big = E._tpot_batch(_linear_step(1e-6), 4096, 1.0, 1.0)
+    assert 980 <= big <= 1000
+
+
+def test_for_check_derives_at_least_one_decoding_sequence() -> None:
+    from rackbook.physics import check
+
+    # OSL 1: no decode stage, Little's law gives 0 decoding: one is read
+    c = check.check_claim(FLASH, "gb300", 4, 1000.0, isl=8192, osl=1, batch=16)
+    e = E.for_check(c, tpot_ms=50, ttft_s=2)
+    assert e.batch == 1.0 and "derived" in e.batch_text
+    # without a TTFT (or a TPOT) the clients' concurrency is the batch
+    assert E.for_check(c, tpot_ms=50).batch == 16 and E.for_check(c, ttft_s=2).batch == 16
+    assert e.fit == E.load_fit().source and E.for_check(c, fit=BARE).fit == "prior"
