@@ -944,3 +944,37 @@ def test_the_longest_sequence_must_fit_not_only_the_average_one():
     c = check.check_claim(m, g, 8, 10.0, isl=1_000_000, osl=48_576)
     assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
     assert "1,048,576 tokens" in c.notes[0]
+
+
+def test_the_free_batch_is_read_at_the_workload_s_context_and_said():
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    c = check.check_claim(V41, "gb300", 4, 1000.0, context=100_000)
+    mem = next(r for r in c.ceilings if r.name == "memory bandwidth")
+    assert (
+        c.batch == 1024
+        and mem.tok_s_per_gpu == check.memory_ceiling(m, g, 4, 1024, c.work).tok_s_per_gpu
+    )
+    assert mem.tok_s_per_gpu == pytest.approx(192_770.45, abs=0.01)  # 100,000 tokens read a step
+    assert any("(1,024 sequences on 4 GPUs)" in n for n in c.notes)
+    named = check.check_claim(V41, "gb300", 4, 1000.0, context=100_000, batch=1024)
+    assert not any("concurrency not given" in n for n in named.notes)
+
+
+def test_active_parameters_scale_every_reading_they_enter():
+    # prefill at no prefix is all GEMMs: x 0.8 the parameters, x 0.8 the time
+    p1 = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    p8 = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill", active_scale=0.8)
+    assert p8.ratio == pytest.approx(0.8 * p1.ratio, rel=1e-12)
+    comp = p1.ceilings[1]
+    assert (comp.name, comp.phase) == ("compute", "prefill")
+    assert comp.formula.endswith("= 483,667 tokens/s")
+    # one named sequence on 4 GPUs reads the weights: x 0.8 the bytes, x 0.8 the time
+    b1 = check.check_claim(V41, "gb300", 4, 100.0, batch=1)
+    b8 = check.check_claim(V41, "gb300", 4, 100.0, batch=1, active_scale=0.8)
+    assert b1.limit == "memory bandwidth" and b8.ratio == pytest.approx(0.8 * b1.ratio, rel=1e-12)
+
+
+def test_cached_share_threshold_states_the_first_and_last_readings():
+    t = _threshold_of(lambda s: 3.0 if s == 0 else (1.5 if s < 0.99 else 0.5))
+    assert t.formula.startswith("1,000 tok/s: 3x the bound uncached, 0.5x with all but")
+    assert (t.ratio_uncached, t.ratio_cached) == (3.0, 0.5)
