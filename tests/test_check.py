@@ -105,6 +105,11 @@ def test_prefill_kv_reads_are_shared_within_a_chunk():
     c = check.check_claim(V41, "gb300", 72, 100_000, phase="prefill", context=855_000)
     kv = next(r for r in c.ceilings if r.name == "KV read")
     assert kv.tok_s_per_gpu == pytest.approx(8e12 / ((87_210_000 + 2_654_208) / 256), rel=1e-6)
+    assert kv.phase == "prefill"
+    assert kv.formula.endswith(
+        "= 89.86 MB read once per chunk of 256 new tokens = 351 kB per new token; "
+        "8 TB/s / 351 kB = 22,789,941 new tokens/s"
+    )
     us = 1e6 / PREFILL_CAP_GB300 + (1.5 * 855_000 * 16_384 + 18 * 512 * 131_072) / 5e9
     us += 20 * 128 * 131_072 / 5e9
     assert c.limit == "compute" and c.verdict == "possible"
