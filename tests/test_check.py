@@ -983,3 +983,41 @@ def test_cached_share_threshold_states_the_first_and_last_readings():
     t = _threshold_of(lambda s: 3.0 if s == 0 else (1.5 if s < 0.99 else 0.5))
     assert t.formula.startswith("1,000 tok/s: 3x the bound uncached, 0.5x with all but")
     assert (t.ratio_uncached, t.ratio_cached) == (3.0, 0.5)
+
+
+def test_capacity_shows_its_arithmetic_in_each_case():
+    m, g, h = catalogs.as_model(V41), catalogs.as_gpu("gb300"), catalogs.as_gpu("h200")
+    fits = check.capacity(m, g, 72, context=100_000).formula
+    for part in (
+        "0.9 x 288 GB HBM - 4.128 GB weights per GPU",
+        "/ 91.7 MB per sequence of 100,000 tokens",
+    ):
+        assert part in fits
+    assert fits.endswith("= 2,781 sequences per GPU") and "reports" not in fits  # nameplate HBM
+    # the H200 reports its HBM (150.8 GB); the memory figure used is said
+    assert (
+        "0.9 x 150.8 GB HBM (as the GPU reports it) - 37.15 GB"
+        in check.capacity(m, h, 8, context=1000).formula
+    )
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).formula.startswith(
+        "(100 GB HBM - 4.128 GB"
+    )
+    off = check.capacity(m, g, 72, context=100_000, offload=True).formula
+    assert "- 0 B weights per GPU in HBM, 4.128 GB of them offloaded to 236 GB of host" in off
+    # the weights do not fit: all spread, or the experts spread under TP; with the host's memory
+    assert check.capacity(m, h, 2, context=1000, tp=2).formula.startswith(
+        "the weights do not fit: 148.6 GB per GPU (2 GPUs, experts spread) > 135.7 GB usable"
+    )
+    host = check.capacity(m, g, 1, context=1000, weights=600e9, offload=True).formula
+    assert "600 GB per GPU (1 GPU, all weights spread) > 259.2 GB usable" in host
+    assert host.endswith("+ 236 GB of host (Grace) memory")
+    assert not check.capacity(m, h, 1).formula.endswith("of host (Grace) memory")
+    # the KV cache does not fit: the one sequence, and what was left of the HBM
+    kv = check.capacity(m, g, 72, context=1000, weights=259.2e9 - 1).formula
+    assert kv.startswith("the KV cache does not fit: one sequence of 1,000 tokens needs 3.593 MB")
+    assert kv.endswith("more than the 1 B per GPU left after 259.2 GB of weights in HBM")
+    long = check.capacity(m, g, 72, context=1000, weights=300e9, offload=True, longest=300e9 / 890)
+    assert long.formula.endswith(
+        "left after 64 GB of weights in HBM, 236 GB of them offloaded to 236 GB of host (Grace) "
+        "memory"
+    )
