@@ -1021,3 +1021,24 @@ def test_capacity_shows_its_arithmetic_in_each_case():
         "left after 64 GB of weights in HBM, 236 GB of them offloaded to 236 GB of host (Grace) "
         "memory"
     )
+
+
+def test_the_check_carries_what_it_read():
+    c = check.check_claim(
+        V41, "gb300", 8, 1000.0, kv_dtype="fp8", precision="fp8", tokens_per_step=3.51,
+        context=1000, batch=8,
+    )  # fmt: skip
+    assert (c.model, c.gpu, c.gpus, c.model_name, c.gpu_label) == (
+        V41, "gb300", 8, "DeepSeek-V4.1-Flash", "GB300",
+    )  # fmt: skip
+    assert c.spec is not None and c.spec.weights.routed_expert_dtype == "fp8"  # as stated
+    assert c.gpu_spec is not None and c.gpu_spec.id == "gb300"
+    w = c.work
+    assert (w.kv_dtype, w.tokens_per_step, w.verify_tokens, w.concurrency) == ("fp8", 3.51, 6, 8)
+    assert w.weights.startswith("fp8 experts, fp8 dense")
+    # FP8 rows are wider than FP4: more bytes a step, a lower bandwidth ceiling
+    fp8 = check.check_claim(V41, "gb300", 8, 1000.0, kv_dtype="fp8", context=1000, batch=8)
+    fp4 = check.check_claim(V41, "gb300", 8, 1000.0, context=1000, batch=8)
+    assert (
+        fp4.work.kv_dtype == "fp4" and fp8.ceilings[2].tok_s_per_gpu < fp4.ceilings[2].tok_s_per_gpu
+    )
