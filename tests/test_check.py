@@ -759,6 +759,12 @@ def test_what_a_figure_counts_sets_its_phase_and_each_phase_s_rate():
     assert m.ratio == sum(m.fractions.values()) and m.ceiling_tok_s_per_gpu == 1000 / m.ratio
     # the larger share names the limit, with its phase
     assert m.fractions["prefill"] > m.fractions["decode"] and m.limit == "prefill compute"
+    # one sequence of ISL 100 / OSL 1,000: decode's bandwidth takes most of the time
+    dec = check.check_claim(V41, "gb300", 8, 100.0, isl=100, osl=1000, batch=1)
+    assert (
+        dec.fractions["decode"] > dec.fractions["prefill"]
+        and dec.limit == "decode memory bandwidth"
+    )
     # input counted: 1,000 input bring 1,000 x 100 / 1,000 = 100 output
     i = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, counted="input")
     assert (i.work.output_tok_s_per_gpu, i.work.new_input_tok_s_per_gpu) == (100.0, 1000.0)
