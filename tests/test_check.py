@@ -501,6 +501,9 @@ def test_the_rules_that_turn_on_the_model_and_the_gpus_hold_exactly_at_their_lim
         check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top + 1)
     with pytest.raises(InputError, match="out of range: .* holds at most 1,048,576"):
         check.check_claim(V41, "gb300", 8, 1, isl=top, osl=1)
+    # an ISL or an OSL alone is a decode figure, each up to the model's context
+    assert check.check_claim(V41, "gb300", 8, 1, isl=top).phase == "decode"
+    assert check.check_claim(V41, "gb300", 8, 1, osl=top).phase == "decode"
     # a batch of 65,536 per GPU may be named (then judged); one more is refused
     most = check.MAX_BATCH * 2
     assert check.check_claim(V41, "gb300", 2, 1, batch=most).batch == most
@@ -812,6 +815,8 @@ def test_a_workload_that_cannot_be_read_is_refused_by_field(kw, field):
     with pytest.raises(InputError) as e:
         check.check_claim(V41, "gb300", 8, 1000.0, **kw)
     assert (e.value.file, e.value.field) == ("-", field)
+    if "phase" in kw:  # the problem names the phase and the tokens it does not count
+        assert kw["phase"] in e.value.problem and kw["counted"] in e.value.problem
 
 
 def test_a_rate_that_is_not_a_number_is_refused():
