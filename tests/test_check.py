@@ -809,14 +809,19 @@ def test_a_total_over_the_gpus_is_divided_among_them():
         (dict(phase="decode", counted="input"), "counted"),
         (dict(batch=0), "concurrency"),
         (dict(batch=2.5), "concurrency"),
+        (dict(phase="decode", counted="total", isl=1000, osl=100), "phase"),
+        (dict(context=2_000_000), "context"),
+        (dict(batch=8 * 65_536 + 1), "batch"),
     ],
 )
 def test_a_workload_that_cannot_be_read_is_refused_by_field(kw, field):
     with pytest.raises(InputError) as e:
         check.check_claim(V41, "gb300", 8, 1000.0, **kw)
     assert (e.value.file, e.value.field) == ("-", field)
-    if "phase" in kw:  # the problem names the phase and the tokens it does not count
+    if field == "counted" and "phase" in kw:  # the phase and the tokens it does not count
         assert kw["phase"] in e.value.problem and kw["counted"] in e.value.problem
+    if field == "batch":  # 65,536 a GPU at most: 524,288 on 8
+        assert e.value.problem.endswith("at most 65,536 per GPU (524,288 on 8 GPUs)")
 
 
 def test_a_rate_that_is_not_a_number_is_refused():
