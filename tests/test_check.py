@@ -837,6 +837,7 @@ def test_a_context_on_a_model_without_a_kv_layout_is_refused_by_its_file():
         with pytest.raises(InputError) as e:
             check.check_claim(m, "gb300", 8, 1000.0, **kw)
         assert (e.value.file, e.value.field) == (m.file, "kv_cache")
+        assert "KV layout unknown" in e.value.problem
     # without a context it is judged, on what it has
     c = check.check_claim(m, "gb300", 8, 1000.0)
     assert c.work.kv_dtype is None and not any("no context given" in n for n in c.notes)
