@@ -777,6 +777,16 @@ def test_what_a_figure_counts_sets_its_phase_and_each_phase_s_rate():
     assert d.limit == "compute" and list(d.fractions) == ["decode"]
     pre = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, phase="prefill")
     assert (pre.work.output_tok_s_per_gpu, pre.work.new_input_tok_s_per_gpu) == (0.0, 1000.0)
+    # without both ISL and OSL the other phase's rate is unknown: none is counted
+    for kw in (
+        dict(phase="mixed"),
+        dict(phase="mixed", counted="input"),
+        dict(counted="input", isl=1000),
+    ):
+        w = check.check_claim(V41, "gb300", 8, 1000.0, **kw).work
+        counted = w.new_input_tok_s_per_gpu if w.counted == "input" else w.output_tok_s_per_gpu
+        other = w.output_tok_s_per_gpu if w.counted == "input" else w.new_input_tok_s_per_gpu
+        assert (counted, other) == (1000.0, 0.0)
 
 
 def test_a_cached_share_moves_the_prefix_and_leaves_the_new_input():
@@ -848,7 +858,7 @@ def test_no_context_is_said_only_where_decode_reads_one():
         c = check.check_claim(V41, "gb300", 8, 1000.0, **kw)
         return any("no context given" in n for n in c.notes)
 
-    assert said() and said(phase="decode")
+    assert said() and said(phase="decode") and said(phase="mixed")
     assert not said(context=1000) and not said(isl=1000, osl=100) and not said(phase="prefill")
 
 
