@@ -705,6 +705,11 @@ def test_capacity_by_hand_spread_dense_and_offloaded():
     assert check.capacity(m, g, 72, context=100_000, kv_dtype=None).per_sequence_bytes == 2_703_360
     bare = check.capacity(m, g, 72, context=100_000, kv_dtype=None, window=False)
     assert (bare.per_sequence_bytes, bare.sequences) == (0.0, check.MAX_BATCH)
+    # no context named: a sequence holds its window only
+    assert check.capacity(m, g, 72).per_sequence_bytes == 2_703_360
+    # a GPU without host memory offloads nothing
+    h200 = check.capacity(m, catalogs.as_gpu("h200"), 8, context=1000, offload=True)
+    assert h200.offloaded_bytes == 0.0 and h200.weights_bytes == 297_196_032_000 / 8
 
 
 def test_capacity_at_its_edges_names_what_does_not_fit():
