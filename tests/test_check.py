@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -104,6 +105,11 @@ def test_prefill_kv_reads_are_shared_within_a_chunk():
     c = check.check_claim(V41, "gb300", 72, 100_000, phase="prefill", context=855_000)
     kv = next(r for r in c.ceilings if r.name == "KV read")
     assert kv.tok_s_per_gpu == pytest.approx(8e12 / ((87_210_000 + 2_654_208) / 256), rel=1e-6)
+    assert kv.phase == "prefill"
+    assert kv.formula.endswith(
+        "= 89.86 MB read once per chunk of 256 new tokens = 351 kB per new token; "
+        "8 TB/s / 351 kB = 22,789,941 new tokens/s"
+    )
     us = 1e6 / PREFILL_CAP_GB300 + (1.5 * 855_000 * 16_384 + 18 * 512 * 131_072) / 5e9
     us += 20 * 128 * 131_072 / 5e9
     assert c.limit == "compute" and c.verdict == "possible"
@@ -495,6 +501,9 @@ def test_the_rules_that_turn_on_the_model_and_the_gpus_hold_exactly_at_their_lim
         check.check_claim(V41, "gb300", 8, 1, phase="decode", context=top + 1)
     with pytest.raises(InputError, match="out of range: .* holds at most 1,048,576"):
         check.check_claim(V41, "gb300", 8, 1, isl=top, osl=1)
+    # an ISL or an OSL alone is a decode figure, each up to the model's context
+    assert check.check_claim(V41, "gb300", 8, 1, isl=top).phase == "decode"
+    assert check.check_claim(V41, "gb300", 8, 1, osl=top).phase == "decode"
     # a batch of 65,536 per GPU may be named (then judged); one more is refused
     most = check.MAX_BATCH * 2
     assert check.check_claim(V41, "gb300", 2, 1, batch=most).batch == most
@@ -530,3 +539,538 @@ def test_a_phase_the_catalog_cannot_judge(tmp_path):
     f.write_text(yaml.safe_dump(raw))
     with pytest.raises(InputError, match="params.active_decode: unknown in the model catalog"):
         check.check_claim(str(f), "gb300", 8, 1000)
+
+
+def _threshold_of(curve, **kw):
+    """:func:`check.cached_share_threshold` with the reading ``curve(cached share)`` (prefill only:
+    the cheapest check), so each case sets where the figure turns possible."""
+    return check.cached_share_threshold(
+        V41, "gb300", 8, 1000.0, reading=lambda c: curve(c.work.cached_share), phase="prefill", **kw
+    )
+
+
+def test_cached_share_threshold_on_a_grid_point_is_found_exactly():
+    # 40 even shares: 0.5 is the 20th; every share below reads 2x, from it on 0.5x
+    t = _threshold_of(lambda s: 2.0 if s < 0.5 else 0.5)
+    assert (t.share, t.verdict, t.ratio_uncached, t.ratio_cached) == (0.5, "undetermined", 2.0, 0.5)
+    assert "50 %" in t.formula
+
+
+def test_cached_share_threshold_at_exactly_the_bound_is_possible_at_any_share():
+    t = _threshold_of(lambda s: 1.0)  # a bound is a bound: 1.0 is possible
+    assert (t.share, t.verdict) == (0.0, "possible")
+    over = _threshold_of(lambda s: 1.0 + 1e-9)
+    assert (over.share, over.verdict) == (None, "impossible")
+
+
+def test_cached_share_threshold_reads_all_but_the_last_token_cached_last():
+    # the last share tried is 1 - 1e-6 (a share of 1 would leave no new token)
+    t = _threshold_of(lambda s: s)
+    assert t.ratio_cached == 1 - 1e-6 and t.ratio_uncached == 0.0
+    assert (t.share, t.verdict) == (0.0, "possible")
+
+
+def test_cached_share_threshold_bisects_the_last_crossing_only():
+    # impossible below 25 %, and again on [50 %, 51 %): the last crossing (51 %) is the answer,
+    # to within the tolerance of 1e-4 from above
+    t = _threshold_of(lambda s: 2.0 if s < 0.25 or 0.5 <= s < 0.51 else 0.5)
+    assert t.verdict == "undetermined" and 0.51 <= t.share < 0.51 + 1e-4
+    # impossible up to 98 %: the crossing lies between the 40th share (97.5 %) and the last
+    late = _threshold_of(lambda s: 2.0 if s < 0.98 else 0.5)
+    assert late.verdict == "undetermined" and 0.98 <= late.share < 0.98 + 1e-4
+    # a share read at exactly the bound while bisecting is possible: the crossing is 28 %
+    edge = _threshold_of(lambda s: 2.0 if s < 0.28 else 1.0)
+    assert 0.28 <= edge.share < 0.28 + 1e-4
+
+
+def test_cached_share_threshold_states_the_figure_and_the_verdict():
+    kw = dict(reading=lambda c: 0.5, phase="prefill")
+    t = check.cached_share_threshold(V41, "gb300", 8, 1_234_567.89, **kw)
+    assert t.formula.startswith("1,234,570 tok/s: 0.5x the bound uncached, 0.5x with")  # 6 figures
+    assert t.verdict == "possible" and "possible at any cached share" in t.formula
+    never = _threshold_of(lambda s: 3.0)
+    assert never.verdict == "impossible" and "impossible at any cached share" in never.formula
+
+
+def test_time_shares_count_only_the_phases_the_workload_has():
+    w = check.Workload(output_tok_s_per_gpu=100.0, new_input_tok_s_per_gpu=0.0)
+    assert check.time_shares(w, {"decode": 400.0, "prefill": 1000.0}) == {"decode": 0.25}
+    both = check.Workload(output_tok_s_per_gpu=100.0, new_input_tok_s_per_gpu=300.0)
+    # a phase with no rate takes all the time there is
+    assert check.time_shares(both, {"decode": 0.0, "prefill": 600.0}) == {
+        "decode": math.inf,
+        "prefill": 0.5,
+    }
+
+
+def test_finite_blanks_only_the_named_non_finite_numbers():
+    d = {"a": math.inf, "b": math.nan, "c": 1.5, "d": -math.inf}
+    assert check.finite(d, ("a", "b", "c")) == {"a": None, "b": None, "c": 1.5, "d": -math.inf}
+
+
+@pytest.mark.parametrize(
+    "ratio,verdict",
+    [
+        (0.0, "possible"),
+        (1.0 + 1e-12, "impossible"),
+        (math.nan, "impossible"),
+        (-math.inf, "impossible"),
+    ],
+)
+def test_verdict_of_a_ratio_that_is_not_a_number_is_impossible(ratio, verdict):
+    assert check.physics_verdict(ratio) == verdict
+
+
+@pytest.mark.parametrize(
+    "start,cap,sizes",
+    [
+        (1, 5, [1, 2, 4, 5]),
+        (1, 4, [1, 2, 4]),
+        (1, 1, [1]),
+        (3, 20, [3, 6, 12, 20]),
+        (1.0, 6.5, [1.0, 2.0, 4.0, 6.5]),
+    ],
+)
+def test_doublings_end_at_the_cap(start, cap, sizes):
+    assert check.doublings(start, cap) == sizes
+
+
+def test_memory_ceiling_per_gpu_and_its_arithmetic():
+    # 4 sequences on 4 GB300: 12.0187 GB a step / 32 TB/s = 375.6 us; 4 tokens a step
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    step = (7_506_534_400 + 40 * 6 * 18_800_640) / 32e12
+    mc = check.memory_ceiling(m, g, 4, 4)
+    assert (mc.name, mc.phase) == ("memory bandwidth", "decode")
+    assert mc.tok_s_per_gpu == pytest.approx(4 / step / 4, rel=1e-9)
+    assert mc.formula.endswith("/ 4 GPUs = 2,663 tok/s per GPU")
+    # keeping 3.51 tokens of a 6-token verify: x 3.51 over a step that also reads the drafter
+    spec = check.memory_ceiling(m, g, 4, 4, check.Workload(tokens_per_step=3.51, verify_tokens=6))
+    step6 = (7_506_534_400 + 40 * 6 * 18_800_640 + 520_000_000) / 32e12
+    assert spec.tok_s_per_gpu == pytest.approx(4 * 3.51 / step6 / 4, rel=1e-9)
+    # active parameters x 0.8 read 0.8 of the weights
+    low = check.memory_ceiling(m, g, 4, 4, active_scale=0.8)
+    assert low.tok_s_per_gpu == pytest.approx(mc.tok_s_per_gpu / 0.8, rel=1e-9)
+
+
+def test_usable_memory_is_nine_tenths_of_what_the_gpu_reports():
+    assert check.usable_bytes(catalogs.as_gpu("gb300")) == 0.9 * 288e9  # nameplate: none reported
+    assert check.usable_bytes(catalogs.as_gpu("h200")) == 0.9 * 150_754_820_096
+
+
+def test_narrowest_kv_dtype_is_the_first_precision_with_a_row_format():
+    assert check.narrowest_kv_dtype(catalogs.as_model(V41)) == "fp4"
+    assert check.narrowest_kv_dtype(catalogs.as_model("deepseek-v3")) == "fp8"
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    none = {"fp4": None, "fp8": None, "bf16": None}
+    empty = m.model_copy(deep=True)
+    empty.kv_cache.row_formats = m.kv_cache.row_formats.model_copy(update=none)
+    assert check.narrowest_kv_dtype(empty) is None  # a table with no format in it
+    empty.kv_cache.row_formats = None
+    assert check.narrowest_kv_dtype(empty) is None
+    m.kv_cache.compression_ratios = None
+    assert check.narrowest_kv_dtype(m) is None
+
+
+def test_capacity_by_hand_spread_dense_and_offloaded():
+    """DeepSeek-V4.1-Flash, 100,000-token sequences: 89,000,000 B of KV + 2,703,360 B window =
+    91,703,360 B; 0.9 x 288 GB = 259.2 GB usable a GB300; 297,196,032,000 B of weights."""
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    per_seq, usable = 91_703_360, 259.2e9
+    spread = check.capacity(m, g, 72, context=100_000)  # all weights spread: 4.128 GB a GPU
+    assert spread.per_sequence_bytes == per_seq and spread.weights_bytes == 297_196_032_000 / 72
+    assert spread.sequences == (usable - 297_196_032_000 / 72) // per_seq == 2_781
+    assert spread.free_bytes == usable - 297_196_032_000 / 72
+    # dense weights on every GPU (tp 1), KV in 4 groups: 1,947 a GPU, 7,788 on 4
+    dp = check.capacity(m, g, 4, context=100_000, tp=1)
+    assert dp.weights_bytes == 8_418_201_600 + 288_777_830_400 / 4
+    assert dp.sequences == 4 * 1_947 and dp.formula.endswith("= 1,947 sequences per GPU")
+    # tp 4: dense weights split 4 ways, every rank holds every sequence: one group
+    tp4 = check.capacity(m, g, 4, context=100_000, tp=4)
+    assert tp4.weights_bytes == (8_418_201_600 + 288_777_830_400) / 4 and tp4.sequences == 2_016
+    # offload: the 4.128 GB go to the 236 GB of Grace memory, all of HBM holds KV
+    off = check.capacity(m, g, 72, context=100_000, offload=True)
+    assert off.offloaded_bytes == 297_196_032_000 / 72 and off.free_bytes == usable
+    assert off.sequences == usable // per_seq == 2_826
+    # more weights than the host holds: 236 GB offloaded, 64 GB left in HBM
+    big = check.capacity(m, g, 72, context=100_000, weights=300e9, offload=True)
+    assert big.offloaded_bytes == 236e9 and big.free_bytes == usable - 64e9
+    assert big.sequences == (usable - 64e9) // per_seq and big.what_does_not_fit is None
+    # the caller's HBM, weights and most
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).usable_bytes == 100e9
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).sequences == 1_045
+    assert check.capacity(m, g, 72, context=100_000, weights=50e9).sequences == 2_281
+    assert check.capacity(m, g, 72, context=1_000).sequences == check.MAX_BATCH == 65_536
+    assert check.capacity(m, g, 72, context=1_000, most=100).sequences == 100
+    # no KV dtype: the window alone; no window either: as many as allowed
+    assert check.capacity(m, g, 72, context=100_000, kv_dtype=None).per_sequence_bytes == 2_703_360
+    bare = check.capacity(m, g, 72, context=100_000, kv_dtype=None, window=False)
+    assert (bare.per_sequence_bytes, bare.sequences) == (0.0, check.MAX_BATCH)
+    # no context named: a sequence holds its window only
+    assert check.capacity(m, g, 72).per_sequence_bytes == 2_703_360
+    # a GPU without host memory offloads nothing
+    h200 = check.capacity(m, catalogs.as_gpu("h200"), 8, context=1000, offload=True)
+    assert h200.offloaded_bytes == 0.0 and h200.weights_bytes == 297_196_032_000 / 8
+
+
+def test_capacity_at_its_edges_names_what_does_not_fit():
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    usable, one = 259.2e9, 3_593_360  # a 1,000-token sequence: 890,000 B KV + 2,703,360 B window
+    assert check.capacity(m, g, 72, context=1_000).per_sequence_bytes == one
+    full = check.capacity(m, g, 72, context=1_000, weights=usable)  # weights fill the HBM
+    assert (full.sequences, full.what_does_not_fit) == (0, "weights")
+    short = check.capacity(m, g, 72, context=1_000, weights=usable - 1)  # 1 B left for KV
+    assert (short.sequences, short.what_does_not_fit) == (0, "KV cache")
+    # no bytes per sequence still needs some room left
+    none = check.capacity(m, g, 72, weights=usable, kv_dtype=None, window=False)
+    assert (none.sequences, none.what_does_not_fit) == (0, "weights")
+    # room for exactly one sequence: it fits
+    exact = check.capacity(m, g, 72, context=1_000, weights=1e9, hbm=1e9 + one)
+    assert (exact.sequences, exact.what_does_not_fit) == (1, None)
+    less = check.capacity(m, g, 72, context=1_000, weights=1e9, hbm=1e9 + one - 1)
+    assert (less.sequences, less.what_does_not_fit) == (0, "KV cache")
+    # with Grace memory: weights up to HBM + host are held, at it they are not
+    at = check.capacity(m, g, 72, context=1_000, weights=usable + 236e9, offload=True)
+    assert at.what_does_not_fit == "weights"
+    below = check.capacity(m, g, 72, context=1_000, weights=usable + 236e9 - 1, offload=True)
+    assert below.what_does_not_fit == "KV cache"
+    # the longest sequence must fit too, not only the average one
+    long = check.capacity(m, g, 72, context=1_000, longest=300e9 / 890)
+    assert long.per_sequence_bytes == one and long.sequences == 0
+    assert long.what_does_not_fit == "KV cache"
+
+
+def test_what_a_figure_counts_sets_its_phase_and_each_phase_s_rate():
+    # prefill named: input tokens, no decode, none of the decode readings
+    p = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    assert (p.phase, p.counted, p.limit, p.batch, p.notes) == (
+        "prefill",
+        "input",
+        "compute",
+        None,
+        [],
+    )
+    assert (p.work.output_tok_s_per_gpu, p.work.new_input_tok_s_per_gpu) == (0.0, 1000.0)
+    assert p.ratio == pytest.approx(1000 / PREFILL_CAP_GB300, rel=1e-9)
+    assert [r.name for r in p.ceilings] == ["memory capacity", "compute"]
+    # input counted: a prefill figure
+    assert check.check_claim(V41, "gb300", 8, 1000.0, counted="input").phase == "prefill"
+    # ISL and OSL: both phases; 1,000 output tok/s bring 1,000 x 1,000 / 100 = 10,000 input
+    m = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100)
+    assert (m.phase, m.counted) == ("mixed", "output")
+    w = m.work
+    assert (w.output_tok_s_per_gpu, w.new_input_tok_s_per_gpu) == (1000.0, 10_000.0)
+    assert (w.decode_context, w.prefill_prefix) == (1000 + 100 / 2, 1000 / 2)
+    assert m.fractions == {
+        "decode": 1000 / m.bounds["decode"],
+        "prefill": 10_000 / m.bounds["prefill"],
+    }
+    assert m.ratio == sum(m.fractions.values()) and m.ceiling_tok_s_per_gpu == 1000 / m.ratio
+    # the larger share names the limit, with its phase
+    assert m.fractions["prefill"] > m.fractions["decode"] and m.limit == "prefill compute"
+    # one sequence of ISL 100 / OSL 1,000: decode's bandwidth takes most of the time
+    dec = check.check_claim(V41, "gb300", 8, 100.0, isl=100, osl=1000, batch=1)
+    assert (
+        dec.fractions["decode"] > dec.fractions["prefill"]
+        and dec.limit == "decode memory bandwidth"
+    )
+    # input counted: 1,000 input bring 1,000 x 100 / 1,000 = 100 output
+    i = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, counted="input")
+    assert (i.work.output_tok_s_per_gpu, i.work.new_input_tok_s_per_gpu) == (100.0, 1000.0)
+    # one phase named of a mixed workload: the other's rate is not the GPUs'
+    d = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, phase="decode")
+    assert (d.work.output_tok_s_per_gpu, d.work.new_input_tok_s_per_gpu) == (1000.0, 0.0)
+    assert d.limit == "compute" and list(d.fractions) == ["decode"]
+    pre = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, phase="prefill")
+    assert (pre.work.output_tok_s_per_gpu, pre.work.new_input_tok_s_per_gpu) == (0.0, 1000.0)
+    # without both ISL and OSL the other phase's rate is unknown: none is counted
+    for kw in (
+        dict(phase="mixed"),
+        dict(phase="mixed", counted="input"),
+        dict(counted="input", isl=1000),
+    ):
+        w = check.check_claim(V41, "gb300", 8, 1000.0, **kw).work
+        counted = w.new_input_tok_s_per_gpu if w.counted == "input" else w.output_tok_s_per_gpu
+        other = w.output_tok_s_per_gpu if w.counted == "input" else w.new_input_tok_s_per_gpu
+        assert (counted, other) == (1000.0, 0.0)
+
+
+def test_a_cached_share_moves_the_prefix_and_leaves_the_new_input():
+    # half of 1,000 input tokens cached: a new token sits behind 500 + 500 / 2 = 750 tokens;
+    # 10,000 input tok/s, 5,000 of them new
+    c = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, cached_share=0.5)
+    assert (c.work.prefill_prefix, c.work.new_input_tok_s_per_gpu) == (750.0, 5000.0)
+    assert c.work.cached_share == 0.5
+    # a context given is the decode context; without ISL it is also the prefill prefix
+    ctx = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100, context=3000)
+    assert (ctx.work.decode_context, ctx.work.prefill_prefix) == (3000, 500)
+    alone = check.check_claim(V41, "gb300", 8, 1000.0, context=3000, batch=4)
+    assert (alone.work.decode_context, alone.work.prefill_prefix) == (3000, 3000)
+
+
+def test_a_total_over_the_gpus_is_divided_among_them():
+    c = check.check_claim(V41, "gb300", 8, 8000.0, per="total")
+    assert c.claimed_tok_s_per_gpu == 1000.0 and c.work.output_tok_s_per_gpu == 1000.0
+    assert c.ratio == pytest.approx(1000 / DECODE_CAP_GB300, rel=1e-9)
+    each = check.check_claim(V41, "gb300", 8, 8000.0, per="gpu")
+    assert each.claimed_tok_s_per_gpu == 8000.0
+
+
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        (dict(counted="total", isl=1000), "counted"),  # no OSL: cannot split
+        (dict(counted="total", osl=100), "counted"),
+        (dict(phase="prefill", counted="output"), "counted"),
+        (dict(phase="decode", counted="input"), "counted"),
+        (dict(batch=0), "concurrency"),
+        (dict(batch=2.5), "concurrency"),
+        (dict(phase="decode", counted="total", isl=1000, osl=100), "phase"),
+        (dict(context=2_000_000), "context"),
+        (dict(batch=8 * 65_536 + 1), "batch"),
+    ],
+)
+def test_a_workload_that_cannot_be_read_is_refused_by_field(kw, field):
+    with pytest.raises(InputError) as e:
+        check.check_claim(V41, "gb300", 8, 1000.0, **kw)
+    assert (e.value.file, e.value.field) == ("-", field)
+    if field == "counted" and "phase" in kw:  # the phase and the tokens it does not count
+        assert kw["phase"] in e.value.problem and kw["counted"] in e.value.problem
+    if field == "batch":  # 65,536 a GPU at most: 524,288 on 8
+        assert e.value.problem.endswith("at most 65,536 per GPU (524,288 on 8 GPUs)")
+
+
+def test_a_rate_that_is_not_a_number_is_refused():
+    with pytest.raises(InputError) as e:
+        check.check_claim(V41, "gb300", 8, "1000")  # type: ignore[arg-type]
+    assert (e.value.file, e.value.field) == ("-", "tok_s")
+
+
+def test_a_context_on_a_model_without_a_kv_layout_is_refused_by_its_file():
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    for kw in (dict(context=1000), dict(isl=1000, osl=100)):
+        with pytest.raises(InputError) as e:
+            check.check_claim(m, "gb300", 8, 1000.0, **kw)
+        assert (e.value.file, e.value.field) == (m.file, "kv_cache")
+        assert "KV layout unknown" in e.value.problem
+    # without a context it is judged, on what it has
+    c = check.check_claim(m, "gb300", 8, 1000.0)
+    assert c.work.kv_dtype is None and not any("no context given" in n for n in c.notes)
+
+
+def test_no_context_is_said_only_where_decode_reads_one():
+    def said(**kw):
+        c = check.check_claim(V41, "gb300", 8, 1000.0, **kw)
+        return any("no context given" in n for n in c.notes)
+
+    assert said() and said(phase="decode") and said(phase="mixed")
+    assert not said(context=1000) and not said(isl=1000, osl=100) and not said(phase="prefill")
+
+
+def test_best_batch_is_the_first_doubling_whose_bandwidth_reaches_compute():
+    # 100,000-token sequences on 4 GB300: 664, 1,325, 2,636, 5,222 tok/s per GPU at 1, 2, 4 and
+    # 8 sequences (context reads included)
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    w = check.Workload(decode_context=100_000)
+    at = [check.memory_ceiling(m, g, 4, b, w).tok_s_per_gpu for b in (1, 2, 4, 8)]
+    assert at == pytest.approx([663.99, 1324.70, 2636.41, 5221.59], abs=0.01)
+    b, r = check._best_batch(m, g, 4, 1024, 5000.0, w, 1.0)  # compute at 5,000: 8 reaches it
+    assert (b, r.tok_s_per_gpu) == (8, at[3]) and r.formula.endswith("(best batch 8)")
+    one, r1 = check._best_batch(m, g, 4, 1024, 1.0, w, 1.0)  # one sequence is already enough
+    assert (one, r1.tok_s_per_gpu) == (1, at[0])
+    # compute never reached: the most that fit, at the workload's context and active scale
+    most, rm = check._best_batch(m, g, 4, 1024, 1e9, w, 0.8)
+    assert most == 1024 and rm.formula.endswith("(best batch 1,024)")
+    assert rm.tok_s_per_gpu == check.memory_ceiling(m, g, 4, 1024, w, 0.8).tok_s_per_gpu
+
+
+def test_the_reason_names_the_numbers_of_the_binding_reading():
+    # mixed: each phase's share of the time, their sum and the workload's ceiling
+    m = check.check_claim(V41, "gb300", 8, 1000.0, isl=1000, osl=100)
+    f = m.fractions
+    assert f"decode {f['decode']:.3g} + prefill {f['prefill']:.3g} = " in m.reason
+    assert (
+        f"{m.ceiling_tok_s_per_gpu:,.0f} output tok/s per GPU" in m.reason and "GB300" in m.reason
+    )
+    # decode alone at the best batch: the ceiling is the bound, and the batch is named
+    d = check.check_claim(V41, "gb300", 8, 1000.0)
+    assert (
+        d.ceiling_tok_s_per_gpu == pytest.approx(d.bounds["decode"], rel=1e-12) and d.batch == 512
+    )
+    assert f"ceiling of {d.bounds['decode']:,.0f} output tok/s per GPU" in d.reason
+    assert d.reason.endswith("with 512 sequences decoding together")
+    assert f"({d.ceiling_tok_s_per_gpu:,.0f}" not in d.reason
+    # prefill: new input tokens, no batch
+    p = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    assert f"prefill compute ceiling of {p.bounds['prefill']:,.0f} new input tok/s" in p.reason
+    assert (
+        "decoding together" not in p.reason and f"({p.ceiling_tok_s_per_gpu:,.0f}" not in p.reason
+    )
+    # a model that does not fit: the first note says why; without one, that it does not fit
+    w = check.check_claim(V41, "h200", 1, 10)
+    assert w.reason == w.notes[0] and w.ratio == math.inf and w.ceiling_tok_s_per_gpu == 0.0
+    bare = dataclasses.replace(w, notes=[])
+    assert bare.reason == "the model does not fit"
+
+
+def test_a_figure_that_does_not_fit_reads_capacity_only():
+    # 21,600 sequences of 1M tokens on 72 GB300: 290 a GPU fit (see above); no rate is read
+    c = check.check_claim(V41, "gb300", 72, 1000, context=1_000_000, batch=21_600)
+    assert c.ratio == math.inf and c.batch == 21_600 and c.fractions == {} and c.bounds == {}
+    assert [r.name for r in c.ceilings] == ["compute", "memory capacity"]
+    assert c.ceilings[1].tok_s_per_gpu == math.inf  # some fit, only not that many
+    assert c.notes[0].startswith("the KV cache does not fit: 21,600 sequences")
+    assert "need 267.8 GB per GPU" in c.notes[0]  # 300 a GPU x 892,703,360 B
+    w = check.check_claim(V41, "h200", 1, 10)
+    assert (w.batch, w.ceilings[1].tok_s_per_gpu) == (None, 0.0)  # nothing fits
+    assert w.notes[0].endswith("on " + catalogs.as_gpu("h200").name)
+
+
+def _relative_model(factor: float = 2.0):
+    """DeepSeek-V4-Flash with its KV layout given only as ``factor`` x DeepSeek-V4.1-Flash's."""
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.compression_ratios = m.kv_cache.owning_layers = None
+    m.kv_cache.relative_to = catalogs.KvRelative(model=V41, factor=factor, approximate=True)
+    return m
+
+
+def test_sequence_bytes_of_a_layout_given_relative_to_another():
+    v41 = catalogs.as_model(V41)
+    # 1,000 tokens of DeepSeek-V4.1-Flash: 890,000 B KV + 2,703,360 B window
+    assert check.sequence_bytes(v41, 1000, "fp4", relative=False, window=True) == 3_593_360
+    assert check.sequence_bytes(v41, 1000, "fp4", relative=True, window=True) == 3_593_360
+    assert check.sequence_bytes(v41, 999.5, "fp4", relative=False, window=False) == 890_000  # up
+    rel = _relative_model()
+    assert check.sequence_bytes(rel, 1000, "fp4", relative=True, window=True) == 2 * 3_593_360
+    assert check.sequence_bytes(rel, 1000, "fp4", relative=True, window=False) == 2 * 890_000
+    # no KV dtype: a relative reading counts nothing, a plain one the model's own window
+    assert check.sequence_bytes(rel, 1000, None, relative=True, window=True) == 0.0
+    assert check.sequence_bytes(v41, 1000, None, relative=True, window=True) == 0.0
+    assert check.sequence_bytes(v41, 1000, None, relative=False, window=True) == 2_703_360
+    with pytest.raises(InputError) as e:  # read as its own, the layout is unknown
+        check.sequence_bytes(rel, 1000, "fp4", relative=False, window=True)
+    assert e.value.field == "kv_cache.compression_ratios"
+
+
+def test_the_decode_compute_reading_keeps_what_a_verify_keeps():
+    # DeepSeek-R1 has no drafter: 1.5 tokens kept a step verify 2; 106,943 x 1.5 / 2 = 80,207
+    c = check.check_claim("deepseek-r1", "gb300", 8, 1000.0, tokens_per_step=1.5)
+    comp = c.ceilings[0]
+    assert (comp.name, comp.phase, c.work.verify_tokens) == ("compute", "decode", 2)
+    assert comp.tok_s_per_gpu == pytest.approx(80_207.38, abs=0.01)
+    assert comp.formula.endswith(
+        "verifies 2 tokens and keeps 1.5: 106,943 x 1.5 / 2 = 80,207 tokens/s kept"
+    )
+    plain = check.check_claim(V41, "gb300", 8, 1000.0).ceilings[0]  # one token: nothing kept apart
+    assert plain.phase == "decode" and plain.formula.endswith("= 241,834 tokens/s")
+
+
+def test_the_longest_sequence_must_fit_not_only_the_average_one():
+    """ISL 1,000,000 + OSL 48,576: a sequence holds 1,024,288 tokens on average (914.3 MB) and
+    1,048,576 at its end (935.9 MB). An H100 reporting just enough HBM to leave 925.1 MB a GPU
+    after 37.15 GB of weights (8 GPUs) holds the average sequence but not its end."""
+    m = catalogs.as_model(V41)
+    held, longest = 1_024_288, 1_048_576
+    per = [check.sequence_bytes(m, t, "fp4", relative=False, window=True) for t in (held, longest)]
+    assert per == [914_319_680, 935_936_000]
+    weights = 297_196_032_000 / 8
+    g = catalogs.as_gpu("h100-sxm").model_copy(update={"hbm_reported_bytes": 42_305_146_489})
+    free = check.usable_bytes(g) - weights
+    assert per[0] < free < per[1]
+    assert check.capacity(m, g, 8, context=held).sequences == 1
+    c = check.check_claim(m, g, 8, 10.0, isl=1_000_000, osl=48_576)
+    assert (c.verdict, c.limit) == ("impossible", "memory capacity (KV cache)")
+    assert "1,048,576 tokens" in c.notes[0]
+
+
+def test_the_free_batch_is_read_at_the_workload_s_context_and_said():
+    m, g = catalogs.as_model(V41), catalogs.as_gpu("gb300")
+    c = check.check_claim(V41, "gb300", 4, 1000.0, context=100_000)
+    mem = next(r for r in c.ceilings if r.name == "memory bandwidth")
+    assert (
+        c.batch == 1024
+        and mem.tok_s_per_gpu == check.memory_ceiling(m, g, 4, 1024, c.work).tok_s_per_gpu
+    )
+    assert mem.tok_s_per_gpu == pytest.approx(192_770.45, abs=0.01)  # 100,000 tokens read a step
+    assert any("(1,024 sequences on 4 GPUs)" in n for n in c.notes)
+    named = check.check_claim(V41, "gb300", 4, 1000.0, context=100_000, batch=1024)
+    assert not any("concurrency not given" in n for n in named.notes)
+
+
+def test_active_parameters_scale_every_reading_they_enter():
+    # prefill at no prefix is all GEMMs: x 0.8 the parameters, x 0.8 the time
+    p1 = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill")
+    p8 = check.check_claim(V41, "gb300", 8, 1000.0, phase="prefill", active_scale=0.8)
+    assert p8.ratio == pytest.approx(0.8 * p1.ratio, rel=1e-12)
+    comp = p1.ceilings[1]
+    assert (comp.name, comp.phase) == ("compute", "prefill")
+    assert comp.formula.endswith("= 483,667 tokens/s")
+    # one named sequence on 4 GPUs reads the weights: x 0.8 the bytes, x 0.8 the time
+    b1 = check.check_claim(V41, "gb300", 4, 100.0, batch=1)
+    b8 = check.check_claim(V41, "gb300", 4, 100.0, batch=1, active_scale=0.8)
+    assert b1.limit == "memory bandwidth" and b8.ratio == pytest.approx(0.8 * b1.ratio, rel=1e-12)
+
+
+def test_cached_share_threshold_states_the_first_and_last_readings():
+    t = _threshold_of(lambda s: 3.0 if s == 0 else (1.5 if s < 0.99 else 0.5))
+    assert t.formula.startswith("1,000 tok/s: 3x the bound uncached, 0.5x with all but")
+    assert (t.ratio_uncached, t.ratio_cached) == (3.0, 0.5)
+
+
+def test_capacity_shows_its_arithmetic_in_each_case():
+    m, g, h = catalogs.as_model(V41), catalogs.as_gpu("gb300"), catalogs.as_gpu("h200")
+    fits = check.capacity(m, g, 72, context=100_000).formula
+    for part in (
+        "0.9 x 288 GB HBM - 4.128 GB weights per GPU",
+        "/ 91.7 MB per sequence of 100,000 tokens",
+    ):
+        assert part in fits
+    assert fits.endswith("= 2,781 sequences per GPU") and "reports" not in fits  # nameplate HBM
+    # the H200 reports its HBM (150.8 GB); the memory figure used is said
+    assert (
+        "0.9 x 150.8 GB HBM (as the GPU reports it) - 37.15 GB"
+        in check.capacity(m, h, 8, context=1000).formula
+    )
+    assert check.capacity(m, g, 72, context=100_000, hbm=100e9).formula.startswith(
+        "(100 GB HBM - 4.128 GB"
+    )
+    off = check.capacity(m, g, 72, context=100_000, offload=True).formula
+    assert "- 0 B weights per GPU in HBM, 4.128 GB of them offloaded to 236 GB of host" in off
+    # the weights do not fit: all spread, or the experts spread under TP; with the host's memory
+    assert check.capacity(m, h, 2, context=1000, tp=2).formula.startswith(
+        "the weights do not fit: 148.6 GB per GPU (2 GPUs, experts spread) > 135.7 GB usable"
+    )
+    host = check.capacity(m, g, 1, context=1000, weights=600e9, offload=True).formula
+    assert "600 GB per GPU (1 GPU, all weights spread) > 259.2 GB usable" in host
+    assert host.endswith("+ 236 GB of host (Grace) memory")
+    assert not check.capacity(m, h, 1).formula.endswith("of host (Grace) memory")
+    # the KV cache does not fit: the one sequence, and what was left of the HBM
+    kv = check.capacity(m, g, 72, context=1000, weights=259.2e9 - 1).formula
+    assert kv.startswith("the KV cache does not fit: one sequence of 1,000 tokens needs 3.593 MB")
+    assert kv.endswith("more than the 1 B per GPU left after 259.2 GB of weights in HBM")
+    long = check.capacity(m, g, 72, context=1000, weights=300e9, offload=True, longest=300e9 / 890)
+    assert long.formula.endswith(
+        "left after 64 GB of weights in HBM, 236 GB of them offloaded to 236 GB of host (Grace) "
+        "memory"
+    )
+
+
+def test_the_check_carries_what_it_read():
+    c = check.check_claim(
+        V41, "gb300", 8, 1000.0, kv_dtype="fp8", precision="fp8", tokens_per_step=3.51,
+        context=1000, batch=8,
+    )  # fmt: skip
+    assert (c.model, c.gpu, c.gpus, c.model_name, c.gpu_label) == (
+        V41, "gb300", 8, "DeepSeek-V4.1-Flash", "GB300",
+    )  # fmt: skip
+    assert c.spec is not None and c.spec.weights.routed_expert_dtype == "fp8"  # as stated
+    assert c.gpu_spec is not None and c.gpu_spec.id == "gb300"
+    w = c.work
+    assert (w.kv_dtype, w.tokens_per_step, w.verify_tokens, w.concurrency) == ("fp8", 3.51, 6, 8)
+    assert w.weights.startswith("fp8 experts, fp8 dense")
+    # FP8 rows are wider than FP4: more bytes a step, a lower bandwidth ceiling
+    fp8 = check.check_claim(V41, "gb300", 8, 1000.0, kv_dtype="fp8", context=1000, batch=8)
+    fp4 = check.check_claim(V41, "gb300", 8, 1000.0, context=1000, batch=8)
+    assert (
+        fp4.work.kv_dtype == "fp4" and fp8.ceilings[2].tok_s_per_gpu < fp4.ceilings[2].tok_s_per_gpu
+    )

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 
+from rackbook.errors import InputError
 from rackbook.inputs import catalogs
 from rackbook.physics import attainable, roofline
 from rackbook.physics import expected as E
@@ -267,3 +268,267 @@ def test_placement_and_brief_read_the_claim_against_the_interval() -> None:
         "claim above what real deployments reach (~1,000, 490-1,830 tok/s/GPU: 2x); model error: v"
     )
     assert brief({}) == ""
+
+
+def test_held_out_text_gives_the_numbers_of_the_summary() -> None:
+    s = {"points": 10, "median_ratio": 0.95, "within_2x": 0.8, "inside": 0.7}
+    text = E.held_out_text(s)
+    assert "0.95" in text and "80 % of 10 published points" in text and "70 % inside" in text
+    assert "inside" not in E.held_out_text({k: v for k, v in s.items() if k != "inside"})
+    assert E.held_out_text({"points": 0}) == E.held_out_text({}) == ""
+    assert E.Fit(1.0, 0.0, 0.0, 0.0).validation_text == ""
+    assert E.Fit(1.0, 0.0, 0.0, 0.0, validation={"all": s}).validation_text == text
+
+
+def test_load_fit_reads_the_file_else_the_prior(tmp_path) -> None:
+    import yaml
+
+    prior = E.load_fit(tmp_path / "none.yaml")
+    assert (prior.efficiency, prior.layer_s, prior.source) == (1.0, E.ANCHOR_LAYER_S, "prior")
+    assert (prior.log_low, prior.log_high) == (-math.log(2), math.log(2))  # x/ 2
+    assert E.ANCHOR_LAYER_S == 1 / 125 / 61
+    fit = {"efficiency": 2, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    doc = {"fit": fit, "held_out": {"src": dict(fit, efficiency=3)}, "validation": {"all": {}}}
+    f = tmp_path / "fit.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    got = E.load_fit(f)
+    assert got.params() == {"efficiency": 2.0, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    assert got.held_out == {
+        "src": {"efficiency": 3.0, "layer_s": 1e-4, "log_low": -0.5, "log_high": 0.25}
+    }
+    assert got.validation == {"all": {}} and got.source.endswith("fit.yaml")
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump({"fit": fit}))
+    assert (E.load_fit(bare).held_out, E.load_fit(bare).validation) == ({}, {})
+    for bad in (
+        {"fit": {k: v for k, v in fit.items() if k != "log_high"}},
+        {"fit": dict(fit, efficiency="x")},
+    ):
+        f.write_text(yaml.safe_dump(bad))
+        with pytest.raises(InputError) as e:
+            E.load_fit(f)
+        assert e.value.field == "fit" and e.value.file.endswith("fit.yaml")
+
+
+def test_bucket_rounds_to_quarter_powers_of_two() -> None:
+    # 2^(round(4 log2 x) / 4): 100 -> 2^(27 / 4) = 107.6 -> 108; below 1 -> 1
+    assert [E._bucket(x) for x in (0.5, 1, 2, 3, 100, 1000, 1024)] == [1, 1, 2, 3, 108, 1024, 1024]
+
+
+def test_deployment_names_and_the_nic_of_a_gpu() -> None:
+    assert [E.deployment_name(t, g) for t, g in ((1, 8), (8, 8), (4, 8), (1, 1))] == [
+        "dp-ep", "tp-ep", "hybrid tp4", "dp-ep",
+    ]  # fmt: skip
+    assert (E._nic_of("gb300"), E._nic_of("h200")) == (100e9, 50e9)
+    assert E._nic_of("no-such-gpu") == 50e9  # the catalog's least
+
+
+def test_littles_law_counts_the_clients_decoding() -> None:
+    # 16 clients, OSL 1,024, TTFT 2 s, TPOT 50 ms: 16 x 51.15 / (2 + 51.15)
+    assert E.littles_law(16, 1024, 2, 0.05) == pytest.approx(16 * 51.15 / 53.15, rel=1e-12)
+    assert E.littles_law(16, 1, 2, 0.05) == 0.0  # one output token: no decode stage
+    assert E.littles_law(16, 0, 0, 0.05) == 16  # no time at all: every client
+    assert E.littles_law(16, 2, 0, 0.05) == 16  # no TTFT: every client decodes
+
+
+def test_expected_text_and_dict() -> None:
+    e = E.Expected(1000.0, 500.0, 2000.0, 2.0, "dp-ep on 4 GPUs", {}, 4.0, "", ("a", "b"))
+    assert "~1,000 (500-2,000)" in e.text() and "dp-ep on 4 GPUs" in e.text()
+    assert e.text("v").endswith("; validation: v") and "validation" not in e.text()
+    d = e.to_dict()
+    assert d["notes"] == ["a", "b"] and (d["tok_s_per_gpu"], d["ratio"], d["batch"]) == (
+        1000.0,
+        2.0,
+        4.0,
+    )
+    none = E.Expected(0.0, 0.0, 0.0, math.inf, "none", {}, notes=("why",))
+    assert none.text() == "real deployments: none expected (why)"
+    assert "(why)" not in E.Expected(math.inf, 0.0, 0.0, math.inf, "none", {}).text()
+    assert "none expected" in E.Expected(math.inf, 0.0, 0.0, math.inf, "none", {}).text()
+    assert E.Expected(-1.0, 0.0, 0.0, 1.0, "x", {}).text().startswith("real deployments: none")
+
+
+@pytest.mark.parametrize(
+    "args,facts",
+    [
+        ((None, None, 512.0, 512.0, None), ("512 sequences", "best batch", "KV capacity")),
+        ((16.0, None, 16.0, 1000.0, None), ("16 sequences", "concurrency 16")),
+        ((16.0, None, 16.0, 1000.0, 50.0), ("16 sequences", "concurrency 16", "within TPOT 50 ms")),
+        ((16.0, None, 8.0, 1000.0, 50.0), ("8 sequences", "concurrency 16", "TPOT limit")),
+        ((16.0, None, 8.0, 8.0, 50.0), ("8 sequences", "concurrency 16", "KV capacity")),
+        (
+            (15.4, 15.4, 8.0, 1000.0, 50.0),
+            ("8 sequences", "15.4 decoding", "derived", "TPOT limit"),
+        ),
+    ],
+)
+def test_batch_text_names_what_set_the_batch(args, facts) -> None:
+    """The batch, where it came from, and what capped it (only that: TPOT or KV capacity)."""
+    text = E._batch_text(*args)
+    assert text.startswith(facts[0]) and all(f in text for f in facts)
+    causes = ("TPOT limit", "KV capacity", "within TPOT")
+    named = {c for c in causes if any(c in f for f in facts)}
+    assert {c for c in causes if c in text} == named
+
+
+def test_network_adds_the_attention_all_reduce_under_tp(gb300, flash) -> None:
+    assert E._network(flash, gb300, 1, 1, 1.0, 40) == 0.0  # one GPU: nothing crosses a link
+    # tp 8 on 8 GB300, one token: dispatch + combine 1/8 x 6 x 5,120 x 3 B over 7/8 of the
+    # 900 GB/s links a MoE layer, and per layer 2 all-reduces of 2 x 7/8 x 5,120 x 2 B
+    moe = 40 * (6 * 5120 * 3 / 8) * (7 / 8) / 900e9
+    ar = 40 * 2 * 2 * (7 / 8) * 5120 * 2 / 900e9
+    assert E._network(flash, gb300, 8, 8, 1.0, 40) == pytest.approx(moe + ar, rel=1e-12)
+    assert E._network(flash, gb300, 8, 1, 1.0, 40) == pytest.approx(
+        40 * 6 * 5120 * 3 * (7 / 8) / 900e9
+    )
+
+
+def test_decode_step_overlaps_the_network_only_with_two_sequences_a_group(
+    eff, gb300, flash
+) -> None:
+    w = Workload(decode_context=10_000)
+    many = E.decode_step(flash, gb300, 8, 64, eff, BARE, w, tp=1)
+    kernels = sum(v for k, v in many.parts.items() if k not in ("network", "latency floor"))
+    assert set(many.parts) == {
+        "dense",
+        "attention",
+        "context",
+        "index scan",
+        "experts",
+        "network",
+        "latency floor",
+    }
+    assert many.seconds == pytest.approx(max(kernels, many.parts["network"]), rel=1e-12)
+    assert many.tok_s_per_gpu == pytest.approx(64 / 8 / many.seconds, rel=1e-12)
+    one = E.decode_step(flash, gb300, 8, 1, eff, BARE, Workload(), tp=1)  # one sequence: in turn
+    assert set(one.parts) == {"dense", "experts", "network", "latency floor"}
+    assert one.seconds == pytest.approx(
+        one.parts["dense"] + one.parts["experts"] + one.parts["network"]
+    )
+    tp = E.decode_step(flash, gb300, 8, 64, eff, BARE, w, tp=8)  # tp over all GPUs: in turn
+    tp_kernels = sum(v for k, v in tp.parts.items() if k not in ("network", "latency floor"))
+    assert tp.deployment == "tp-ep"
+    assert tp.seconds == pytest.approx(tp_kernels + tp.parts["network"], rel=1e-12)
+    # the fit's efficiency scales the kernels, its floor adds a time per layer (and drafter layer)
+    fit = E.Fit(2.0, 1e-5, 0.0, 0.0)
+    slow = E.decode_step(flash, gb300, 8, 1, eff, fit, Workload(), tp=1)
+    assert slow.parts["latency floor"] == pytest.approx(40 * 1e-5)
+    assert slow.seconds == pytest.approx(
+        2 * (one.parts["dense"] + one.parts["experts"]) + one.parts["network"] + 40e-5
+    )
+    spec = E.decode_step(
+        flash, gb300, 8, 1, eff, fit, Workload(verify_tokens=6, tokens_per_step=3.51), tp=1
+    )
+    assert spec.parts["latency floor"] == pytest.approx(45 * 1e-5)  # 40 layers + 5 drafts
+    assert spec.parts["drafter"] == pytest.approx(5 * 520e6 / (eff.stream * 8e12), rel=1e-9)
+    assert spec.tok_s_per_gpu == pytest.approx(3.51 / 8 / spec.seconds, rel=1e-12)
+
+
+def test_prefill_token_overlaps_kernels_and_network(eff, gb300, flash) -> None:
+    p = E.prefill_token(flash, gb300, 8, eff, BARE, Workload(prefill_prefix=10_000))
+    kernels = sum(v for k, v in p.parts.items() if k not in ("network", "latency floor"))
+    assert (p.deployment, p.batch) == ("dp-ep", 8192.0)
+    assert p.seconds == pytest.approx(max(kernels, p.parts["network"]), rel=1e-12)
+    assert p.tok_s_per_gpu == 1 / p.seconds
+    # one token's dispatch and combine: 6 x 5,120 x 3 B over 7/8 of the links, 20 prefill layers
+    assert p.parts["network"] == pytest.approx(20 * 6 * 5120 * 3 * (7 / 8) / 900e9)
+    bare = E.prefill_token(flash, gb300, 8, eff, BARE, Workload())
+    assert set(bare.parts) == {"dense", "experts", "network", "latency floor"}
+    fit = E.Fit(1.0, 1e-4, 0.0, 0.0)  # the floor: 20 prefill layers a chunk of 8,192 tokens
+    floor = E.prefill_token(flash, gb300, 8, eff, fit, Workload()).parts["latency floor"]
+    assert floor == pytest.approx(20 * 1e-4 / 8192)
+
+
+def test_expected_prefill_reads_one_token_and_warns_past_the_ttft() -> None:
+    w = Workload(new_input_tok_s_per_gpu=1000.0, prefill_prefix=10_000)
+    e = E.expected(FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE)
+    token = e.terms["prefill"]["token"]
+    assert e.ratio == pytest.approx(1000 * token, rel=1e-12) and e.tok_s_per_gpu == pytest.approx(
+        1 / token
+    )
+    assert (e.low, e.high) == pytest.approx(
+        (e.tok_s_per_gpu * math.exp(-0.5), e.tok_s_per_gpu * math.exp(0.5))
+    )
+    assert (e.deployment, e.batch, e.notes) == ("dp-ep on 8 GPUs", None, ())
+    # a request's prefill: 2 x its prefix x a token's time over the 8 GPUs
+    alone = 2 * 10_000 * token / 8
+    assert (
+        E.expected(
+            FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE, ttft_s=alone
+        ).notes
+        == ()
+    )
+    late = E.expected(
+        FLASH, "gb300", 8, w, claimed=1000.0, phase="prefill", fit=BARE, ttft_s=alone * 0.99
+    )
+    assert len(late.notes) == 1 and "TTFT" in late.notes[0]
+
+
+def test_expected_refuses_a_deployment_it_cannot_place() -> None:
+    w = decoding(concurrency=8)
+    for gpus, dep in ((8, "hybrid"), (144, "tp-ep")):  # 144 GPUs span two NVLink domains
+        with pytest.raises(InputError) as e:
+            E.expected(FLASH, "gb300", gpus, w, claimed=1.0, deployment=dep)
+        assert (e.value.file, e.value.field) == ("-", "deployment")
+    six = E.expected(FLASH, "gb300", 6, decoding(concurrency=6), claimed=1.0, deployment="tp-ep")
+    assert (six.deployment, six.batch) == ("tp-ep on 6 GPUs", 6.0)
+
+
+def test_expected_where_nothing_fits_or_the_kv_layout_is_unknown() -> None:
+    none = E.expected(FLASH, "h200", 1, decoding(), claimed=1.0)
+    assert (none.tok_s_per_gpu, none.ratio, none.deployment, none.terms) == (
+        0.0,
+        math.inf,
+        "none",
+        {},
+    )
+    assert none.notes == ("no deployment holds the weights and one sequence's KV",)
+    m = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    m.kv_cache.owning_layers = m.kv_cache.compression_ratios = None
+    ctx = E.expected(m, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
+    assert len(ctx.notes) == 1 and "not counted" in ctx.notes[0]
+    assert E.expected(m, "gb300", 8, decoding(concurrency=8), claimed=1.0).notes == ()
+
+
+def test_context_of_a_layout_given_relative_to_another(flash) -> None:
+    rel = catalogs.load_model("deepseek-v4-flash").model_copy(deep=True)
+    rel.kv_cache.compression_ratios = rel.kv_cache.owning_layers = None
+    rel.kv_cache.relative_to = catalogs.KvRelative(model=FLASH, factor=2.0, approximate=True)
+    own = E._context(flash, 1000.0, "decode", "fp4")
+    assert all(x > 0 for x in own)
+    assert E._context(rel, 1000.0, "decode", "fp4") == tuple(2.0 * x for x in own)
+    assert E._context(rel, 1000.0, "decode", None) == (0.0, 0.0, 0.0, 0.0)
+    assert E._context(flash, 0.0, "decode", "fp4") == (0.0, 0.0, 0.0, 0.0)
+    assert E._context(flash, 1000.0, "decode", None) == (0.0, 0.0, 0.0, 0.0)
+    # the relative model's notes say how its context was costed
+    e = E.expected(rel, "gb300", 8, decoding(decode_context=1000, concurrency=8), claimed=1.0)
+    assert len(e.notes) == 1 and "2x DeepSeek-V4.1-Flash's (approximate)" in e.notes[0]
+
+
+def _linear_step(seconds_per_sequence: float):
+    """A decode step taking ``seconds_per_sequence`` x the batch (to read the TPOT search)."""
+    return lambda b: E.Step("dp-ep", b, {}, seconds_per_sequence * b, 0.0)
+
+
+def test_tpot_batch_is_the_largest_batch_within_the_limit() -> None:
+    # 1 ms a sequence, 10 ms TPOT: 10 sequences; keeping 2 tokens a step: 20
+    assert E._tpot_batch(_linear_step(1e-3), 100, 10.0, 1.0) == 10
+    assert E._tpot_batch(_linear_step(1e-3), 100, 10.0, 2.0) == 20
+    assert E._tpot_batch(_linear_step(1e-3), 100, 2.0, 1.0) == 2
+    assert E._tpot_batch(_linear_step(1e-3), 100, 1.0, 1.0) == 1  # exactly at the limit
+    assert E._tpot_batch(_linear_step(1e-3), 100, 0.5, 1.0) == 0.0  # not even one
+    # 1 us a sequence, 1 ms: 1,000, found to within 2 % from below
+    big = E._tpot_batch(_linear_step(1e-6), 4096, 1.0, 1.0)
+    assert 980 <= big <= 1000
+
+
+def test_for_check_derives_at_least_one_decoding_sequence() -> None:
+    from rackbook.physics import check
+
+    # OSL 1: no decode stage, Little's law gives 0 decoding: one is read
+    c = check.check_claim(FLASH, "gb300", 4, 1000.0, isl=8192, osl=1, batch=16)
+    e = E.for_check(c, tpot_ms=50, ttft_s=2)
+    assert e.batch == 1.0 and "derived" in e.batch_text
+    # without a TTFT (or a TPOT) the clients' concurrency is the batch
+    assert E.for_check(c, tpot_ms=50).batch == 16 and E.for_check(c, ttft_s=2).batch == 16
+    assert e.fit == E.load_fit().source and E.for_check(c, fit=BARE).fit == "prior"
