@@ -190,6 +190,27 @@ def test_histogram_clamps_bin_centres_to_the_observed_gaps():
     assert total["std_itl_ms"] == pytest.approx(0.0, abs=1e-12)
 
 
+def test_histogram_of_one_gap_is_that_gap():
+    """One gap in all: mean and every order statistic that gap, std 0; ``stats`` reports only
+    the first ``npoints`` points (the last, requests of no point, left out)."""
+    hist = summary.GapHistogram(3)
+    hist.add(np.array([1]), np.array([0.025]))
+    total, per = hist.stats((99.0,), 2)
+    assert len(per) == 2 and per[1] == total
+    assert total["mean_itl_ms"] == total["median_itl_ms"] == total["p99_itl_ms"] == 25.0
+    assert total["std_itl_ms"] == 0.0
+
+
+def test_histogram_keeps_each_points_extremes_when_a_chunk_starts_and_ends_on_one_point():
+    hist = summary.GapHistogram(2)
+    hist.add(np.array([0, 1, 1, 0]), np.array([0.02, 0.001, 0.9, 0.02]))
+    _, (a, b) = hist.stats((0.0, 100.0), 2)
+    assert a["p0_itl_ms"] == a["p100_itl_ms"] == 20.0
+    assert b["p0_itl_ms"] == pytest.approx(1.0, rel=summary.HIST_RATIO**0.5 - 1)
+    assert b["p100_itl_ms"] == pytest.approx(900.0, rel=summary.HIST_RATIO**0.5 - 1)
+    assert a["mean_itl_ms"] == pytest.approx(20.0) and b["mean_itl_ms"] == pytest.approx(450.5)
+
+
 def test_histogram_merges_chunks_as_one():
     """Gaps added in three chunks, points interleaved: count, mean, std, min and max as if all
     at once (Chan et al.'s merge)."""
