@@ -190,6 +190,18 @@ def test_histogram_clamps_bin_centres_to_the_observed_gaps():
     assert total["std_itl_ms"] == pytest.approx(0.0, abs=1e-12)
 
 
+def test_histogram_bins_at_one_microsecond_and_at_1e5_seconds_have_centres():
+    """1 us opens bin 1 and 1e5 s lies in the last closed bin: both read at their bin's centre
+    (within 0.05 %), not at the clamp below or the largest gap above."""
+    hist = summary.GapHistogram(2)
+    hist.add(np.array([0, 0, 0, 1, 1, 1]), np.array([1e-6, 1e-6, 1e-3, 0.9992e5, 1e5, 2e5]))
+    _, (low, high) = hist.stats((), 2)
+    centre = summary.HIST_LO_S * summary.HIST_RATIO**0.5 * 1000  # bin 1's, in ms
+    assert low["median_itl_ms"] == pytest.approx(centre, rel=1e-9) and centre > 1e-3
+    assert high["median_itl_ms"] == pytest.approx(1e8, rel=summary.HIST_RATIO**0.5 - 1)
+    assert 0.9993e8 < high["median_itl_ms"] < 2e8
+
+
 def test_histogram_of_one_gap_is_that_gap():
     """One gap in all: mean and every order statistic that gap, std 0; ``stats`` reports only
     the first ``npoints`` points (the last, requests of no point, left out)."""
