@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import small_result
 
@@ -15,6 +17,7 @@ from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
 from rackbook.core.summary import format_summary, summarize, summarize_path
 from rackbook.core.traces import concat, validate, write_trace
+from rackbook.errors import InputError
 
 
 def _trace(tmp_path, name="r", d=None, params=None):
@@ -253,3 +256,57 @@ def test_streamed_tpot_skips_single_token_requests(tmp_path):
         assert s.metrics.latency["mean_tpot_ms"] == pytest.approx(200.0)  # 0.6 s / 3
         assert s.metrics.latency["p99_tpot_ms"] == pytest.approx(200.0)
         assert s.metrics.completed == 2 and s.metrics.total_output == 5
+
+
+def _raw(path, requests=None, itl=None):
+    """A trace folder written with pyarrow directly (no validation): three requests of point
+    ``a`` (the third failed) and three gaps, with ``requests``/``itl`` columns replaced."""
+    path.mkdir()
+    run = new_run_info(
+        kind="synthetic", commands=[], parameters={}, engine={}, generator={"name": "t", "seed": 0}
+    )
+    (path / "run.json").write_text(json.dumps(run))
+    req = {
+        "point_id": ["a", "a", "a"],
+        "success": [True, True, False],
+        "ttft_s": [0.1, 0.2, 0.0],
+        "e2el_s": [0.5, 0.6, 0.0],
+        "prompt_tokens": [5, 5, 5],
+        "output_tokens": [3, 2, 0],
+    } | (requests or {})
+    gaps = {"request_row": [0, 0, 1], "itl_s": [0.1, 0.2, 0.3]} | (itl or {})
+    pq.write_table(pa.table(req), path / "requests.parquet")
+    pq.write_table(pa.table(gaps), path / "itl.parquet")
+    pts = {"point_id": ["a"], "engine": ["e"], "config": ["c"], "duration_s": [1.0]}
+    pq.write_table(pa.table(pts), path / "points.parquet")
+    return path
+
+
+def test_streamed_reader_names_the_first_unknown_point_in_order(tmp_path):
+    path = _raw(tmp_path / "t", {"point_id": ["zz", "a", "yy"]})
+    with pytest.raises(InputError) as err:
+        summarize_path(path, stream=True)
+    assert (err.value.field, err.value.problem) == (
+        "requests.point_id",
+        "point 'yy' is not in points.parquet",
+    )
+
+
+@pytest.mark.parametrize("row", [-1, 3])
+def test_streamed_reader_refuses_a_gap_of_an_absent_request(tmp_path, row):
+    path = _raw(tmp_path / "t", itl={"request_row": [0, row, 1]})
+    with pytest.raises(InputError) as err:
+        summarize_path(path, stream=True)
+    assert (err.value.field, err.value.problem) == (
+        "itl.request_row",
+        "refers to a request row that is absent",
+    )
+
+
+def test_streamed_reader_takes_the_last_request_row_and_no_gaps(tmp_path):
+    s = summarize_path(_raw(tmp_path / "t", itl={"request_row": [0, 1, 2]}), stream=True)
+    assert s.metrics.latency["mean_itl_ms"] == pytest.approx(150.0)  # the failed one's dropped
+    empty = {"request_row": pa.array([], pa.int64()), "itl_s": pa.array([], pa.float64())}
+    s = summarize_path(_raw(tmp_path / "u", itl=empty), stream=True, chunk_rows=2)
+    assert s.metrics.latency["mean_itl_ms"] == 0.0 and s.metrics.completed == 2
+    assert s.metrics.latency["mean_tpot_ms"] == pytest.approx(300.0)  # (0.4/2 + 0.4/1) / 2 s
