@@ -310,3 +310,13 @@ def test_streamed_reader_takes_the_last_request_row_and_no_gaps(tmp_path):
     s = summarize_path(_raw(tmp_path / "u", itl=empty), stream=True, chunk_rows=2)
     assert s.metrics.latency["mean_itl_ms"] == 0.0 and s.metrics.completed == 2
     assert s.metrics.latency["mean_tpot_ms"] == pytest.approx(300.0)  # (0.4/2 + 0.4/1) / 2 s
+
+
+def test_a_trace_without_requests_summarises_to_zeros(tmp_path):
+    """Every request left out (as ``traces.keep_rows`` may leave a trace): no division by zero,
+    nothing valid, nothing flagged, the point still listed."""
+    t = _trace(tmp_path)
+    t.requests, t.itl = t.requests.iloc[:0], t.itl.iloc[:0]
+    s = summarize(t)
+    assert (s.valid_requests, s.flagged_share, s.metrics.completed) == (0, 0.0, 0)
+    assert [(p.point_id, p.valid_requests, p.flagged_share) for p in s.points] == [("r", 0, 0.0)]
