@@ -382,6 +382,16 @@ def test_sections_split_words_and_join_indented_lines():
 def test_markdown_reference_tables():
     lines = schema.markdown_reference().splitlines()
     assert lines[0] == schema.__doc__.strip().split("\n\n")[0]
+    heads = [i for i, line in enumerate(lines) if line.startswith("#")]
+    assert len(heads) == 1 + len(schema.TABLES) + 3  # run.json, the tables, calibration
+    for i in heads:  # a heading stands between blank lines, then a table or a paragraph
+        assert lines[i - 1] == lines[i + 1] == "", lines[i]
+    assert [lines[i] for i in heads[-3:]] == [
+        "## Calibration folders",
+        "### run.json (calibration)",
+        "### kernels.parquet",
+    ]
+    assert lines[heads[-3] + 2] == schema.CALIBRATION_DOC and lines[heads[-3] + 3] == ""
     assert lines[2:6] == [
         "## run.json",
         "",
