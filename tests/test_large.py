@@ -475,6 +475,21 @@ def test_gaps_past_exact_itl_max_are_read_from_a_histogram(tmp_path, monkeypatch
     assert approx.metrics.latency["p99_tpot_ms"] == pytest.approx(398.0, rel=1e-12)
 
 
+def test_exactly_exact_itl_max_gaps_are_summarised_exactly(tmp_path, monkeypatch):
+    """20 gaps of 10 ms on 3 requests (more gaps than request values to reuse the room of), the
+    limit set to exactly 21 gaps: read whole, exact; 20 of them in the first request."""
+    d = small_result(
+        output_lens=[21, 2, 0], itls=[[0.01] * 20, [0.4], []], latencies=[0.3, 0.6, 0.0]
+    )
+    path = _folder(tmp_path, d)
+    monkeypatch.setattr(summary, "EXACT_ITL_MAX", 21)
+    for stream in (False, True):
+        lat = summarize_path(path, stream=stream).metrics.latency
+        assert lat["median_itl_ms"] == 10.0  # rank 10 of 21
+        assert lat["p99_itl_ms"] == pytest.approx(10 + 390 * 0.8)  # rank 19.8: 0.8 to 400 ms
+        assert lat["mean_itl_ms"] == pytest.approx((0.2 + 0.4) / 21 * 1000)
+
+
 def test_in_memory_summary_by_histogram_keeps_points_apart(tmp_path, monkeypatch):
     """Two points, gaps (0.1, 0.2, 0.3 | 0.4 s) each: summarised from a histogram in memory too,
     each point its own gaps (the failed request's none)."""
