@@ -275,6 +275,8 @@ def test_replace_validates_as_a_claim():
         ("DeepSeek R1/V3", "deepseek-r1"),
         ("DeepSeek-V3/R1", "deepseek-r1"),
         ("Kimi-K3", "kimi-k3"),
+        ("moonshotai/Kimi-K3-Instruct", "kimi-k3"),
+        ("deepseek-ai/DeepSeek-V4-Pro-FP8", "deepseek-v4-pro"),
         ("Kimi K2", "kimik2"),
         ("K3 Llama", "k3llama"),
         ("Llama 3", "llama3"),
@@ -371,3 +373,19 @@ def test_differences_compare_names_by_key_and_say_not_stated():
         basis.Difference("serving", "not stated", "disaggregated")
     ]
     assert basis.differences(silent, c2, ("serving",)) == []  # the claim is silent
+
+
+def test_every_count_and_share_is_checked_past_a_cold_context_or_no_share():
+    """A context of 0 and a missing cached share are stated, and the checks go on after them."""
+    with pytest.raises(ValueError, match="^concurrency: must be a whole number > 0, got 0"):
+        basis.make(POINT | {"context": 0, "concurrency": 0})
+    with pytest.raises(ValueError, match="^acceptance: must be a finite number, got nan"):
+        basis.make(POINT | {"speculation": "real", "acceptance": float("nan")})
+
+
+def test_differences_go_on_past_a_matching_speculation():
+    c = basis.make(POINT | {"speculation": "real", "gpu_count": 72})
+    p = basis.make(POINT | {"speculation": "real"})
+    assert basis.differences(c, p, ("speculation", "gpu_count")) == [
+        basis.Difference("gpu_count", 8, 72)
+    ]
