@@ -297,7 +297,8 @@ def _published():
 def test_published_points_only_in_a_published_trace():
     with pytest.raises(InputError) as err:
         schema.check_points(_published(), {"kind": "recorded"}, "T")
-    assert (err.value.field, err.value.problem) == (
+    assert (err.value.file, err.value.field, err.value.problem) == (
+        "T",
         "published_points",
         "only a trace of kind published may carry published points (kind is 'recorded')",
     )
@@ -311,7 +312,7 @@ def test_published_points_refuse_a_duplicate_id():
     df.loc[3, "point_id"] = df.loc[1, "point_id"]
     with pytest.raises(InputError) as err:
         schema.check_points(df, RUN, "T")
-    assert err.value.field == "published_points.point_id"
+    assert (err.value.file, err.value.field) == ("T", "published_points.point_id")
     assert err.value.problem == f"duplicate id {df.loc[1, 'point_id']!r}"
 
 
@@ -346,7 +347,7 @@ def test_disaggregated_pools_add_up_to_the_total(serving, prefill, decode, gpus,
         return
     with pytest.raises(InputError) as err:
         schema.check_points(df, RUN, "T")
-    assert err.value.field == "published_points.gpus"
+    assert (err.value.file, err.value.field) == ("T", "published_points.gpus")
     assert err.value.problem == "row 1: prefill 2.0 + decode 5.0 GPUs != total 8"
 
 
