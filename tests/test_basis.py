@@ -149,3 +149,243 @@ def test_every_published_point_has_a_complete_basis():
         "input incl. cached+output", "agentic trace", "simulated",
     )  # fmt: skip
     assert dataclasses.asdict(ag)["counting"].startswith("each turn's whole prompt")
+
+
+# ----------------------------------------------------------------------------- edges (issue 39)
+
+
+def test_short_says_each_part_once_in_order():
+    b = basis.make(POINT)
+    assert b.short() == (
+        "throughput; output tokens; per GPU (deployment, 8 GPUs); workload fixed lengths; "
+        "speculation none; statistic rate; DeepSeek-R1; GB300; vLLM"
+    )
+    names = {"DeepSeek-R1": "DeepSeek R1", "GB300": "GB300 NVL72"}
+    assert b.short(names).endswith("; DeepSeek R1; GB300 NVL72; vLLM")
+    total = basis.make(POINT | {"per": "deployment", "gpu_count": None})
+    assert "; deployment total (deployment); " in total.short()
+    spec = basis.make(POINT | {"speculation": "simulated", "acceptance": 3.5})
+    assert "; speculation simulated (acceptance 3.5); " in spec.short()
+
+
+def test_short_leaves_out_parts_that_do_not_apply_and_says_what_is_not_stated():
+    silent = basis.make(
+        POINT
+        | {"metric": "unknown", "per": "unknown", "gpus": "unknown", "statistic": "value"}
+        | {"hardware": "unknown", "engine": "unknown", "model": "M"},
+        claim=True,
+    )
+    assert silent.short() == (
+        "what it measures: not stated; output tokens; per what: not stated; "
+        "workload fixed lengths; speculation none; M; hardware not stated; engine not stated"
+    )
+    na = basis.make(
+        POINT
+        | {"tokens": "-", "per": "-", "gpus": "-", "workload": "-", "speculation": "-"}
+        | {"statistic": "-"}
+    )
+    assert na.short() == "throughput; DeepSeek-R1; GB300; vLLM"
+    user = basis.make(POINT | {"per": "user", "gpus": "-", "statistic": "median"})
+    assert user.short().startswith("throughput; output tokens; per user; workload fixed lengths")
+    assert "; statistic median; " in user.short()
+
+
+def test_make_refuses_each_missing_or_empty_part_by_name():
+    for part in ("tokens", "metric", "model", "gpu_count"):
+        raw = {k: v for k, v in POINT.items() if k != part}
+        with pytest.raises(ValueError, match=f"^{part}: missing basis part$"):
+            basis.make(raw)
+    with pytest.raises(ValueError, match="^tokens: missing"):  # the first in the parts' order
+        basis.make({k: v for k, v in POINT.items() if k not in ("tokens", "model")})
+    for bad in ("", "  ", 3):
+        with pytest.raises(ValueError, match="^engine: must be a non-empty text$"):
+            basis.make(POINT | {"engine": bad})
+    with pytest.raises(ValueError, match="^a: unknown basis part"):  # the first, sorted
+        basis.make(POINT | {"b": 1, "a": 1})
+
+
+@pytest.mark.parametrize(
+    "part,value,ok",
+    [
+        ("gpu_count", 1, True),
+        ("gpu_count", 0, False),
+        ("gpu_count", -8, False),
+        ("gpu_count", True, False),
+        ("gpu_count", 8.0, False),
+        ("isl", 1, True),
+        ("osl", 0, False),
+        ("concurrency", "4", False),
+        ("context", 0, True),  # no cached prefix: stated
+        ("context", False, False),
+        ("context", -1, False),
+    ],
+)
+def test_counts_are_whole_numbers_above_zero(part, value, ok):
+    if ok:
+        assert getattr(basis.make(POINT | {part: value}), part) == value
+    else:
+        with pytest.raises(ValueError, match=f"^{part}: must be a whole number > 0, got"):
+            basis.make(POINT | {part: value})
+
+
+def test_shares_and_acceptance_at_their_bounds():
+    for share in (0, 1, 0.5):
+        got = basis.make(POINT | {"cached_share": share}).cached_share
+        assert got == share and type(got) is float
+    for share in (-0.01, 1.01):
+        with pytest.raises(ValueError, match="^cached_share: must be between 0 and 1"):
+            basis.make(POINT | {"cached_share": share})
+    for bad in (True, "0.5", float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="^cached_share: must be a finite number"):
+            basis.make(POINT | {"cached_share": bad})
+    for spec in ("real", "simulated"):
+        got = basis.make(POINT | {"speculation": spec, "acceptance": 1}).acceptance
+        assert got == 1.0 and type(got) is float
+    with pytest.raises(ValueError, match="^acceptance: tokens per step must be >= 1"):
+        basis.make(POINT | {"speculation": "real", "acceptance": 0.99})
+    for spec in ("none", "real or none", "unknown"):
+        with pytest.raises(ValueError, match="^acceptance: only with speculation real"):
+            basis.make(POINT | {"speculation": spec, "acceptance": 2.0}, claim=True)
+
+
+def test_a_per_gpu_rate_names_its_gpus_other_figures_need_not():
+    assert basis.make(POINT | {"tokens": "-", "gpus": "-"}).gpus == "-"
+    assert basis.make(POINT | {"per": "user", "gpus": "-"}).gpus == "-"
+    assert basis.make(POINT | {"gpus": "unknown"}, claim=True).gpus == "unknown"
+
+
+def test_replace_validates_as_a_claim():
+    b = basis.make(POINT)
+    assert b.replace(tokens="unknown").tokens == "unknown"  # a claim may be silent
+    assert b.replace(gpu_count=72) == dataclasses.replace(b, gpu_count=72)
+    with pytest.raises(ValueError, match="^gpu_count: must be a whole number"):
+        b.replace(gpu_count=0)
+
+
+@pytest.mark.parametrize(
+    "name,key",
+    [
+        ("DeepSeek V4.1 Flash", "deepseek-v4.1-flash"),
+        ("DeepSeek-V4.1Flash-FP4", "deepseek-v4.1-flash"),
+        ("DeepSeek_V4_Flash", "deepseek-v4-flash"),
+        ("deepseek-ai/DeepSeek-V4-Flash-0731", "deepseek-v4-flash-0731"),
+        ("DeepSeek-V4-Pro", "deepseek-v4-pro"),
+        ("DSR1", "deepseek-r1"),
+        ("deepseek-ai/DeepSeek-R1-0528", "deepseek-r1"),
+        ("DeepSeek R1/V3", "deepseek-r1"),
+        ("DeepSeek-V3/R1", "deepseek-r1"),
+        ("Kimi-K3", "kimi-k3"),
+        ("moonshotai/Kimi-K3-Instruct", "kimi-k3"),
+        ("deepseek-ai/DeepSeek-V4-Pro-FP8", "deepseek-v4-pro"),
+        ("Kimi K2", "kimik2"),
+        ("K3 Llama", "k3llama"),
+        ("Llama 3", "llama3"),
+    ],
+)
+def test_model_key(name, key):
+    assert basis.model_key(name) == key
+
+
+@pytest.mark.parametrize(
+    "hardware,key,generation",
+    [
+        ("NVIDIA GB300 NVL72", "gb300", "blackwell ultra"),
+        ("NVIDIA B300-SXM-270GB", "b300", "blackwell ultra"),
+        ("GB200", "gb200", "blackwell"),
+        ("b200", "b200", "blackwell"),
+        ("AMD MI355X", "mi355x", "cdna4"),
+        ("MI300X", "mi300x", "cdna3"),
+        ("H100 SXM", "h100", "hopper"),
+        ("H-200", "h200", "hopper"),
+        ("H800", "h800", "hopper"),
+        ("TPU v5e", "tpuv5e", "tpuv5e"),
+    ],
+)
+def test_hardware_key_and_class(hardware, key, generation):
+    assert basis.hardware_key(hardware) == key
+    assert basis.hardware_class(hardware) == generation
+
+
+@pytest.mark.parametrize(
+    "engine,key",
+    [
+        ("vLLM 0.9", "vllm"),
+        ("SGLang", "sglang"),
+        ("TensorRT-LLM", "tensorrt-llm"),
+        ("NVIDIA TRT-LLM", "tensorrt-llm"),
+        ("DeepSeek", "deepseek"),
+        ("Dynamo", "dynamo"),
+    ],
+)
+def test_engine_key(engine, key):
+    assert basis.engine_key(engine) == key
+
+
+def test_difference_text_names_the_part_and_its_point_by_name():
+    d = basis.Difference("hardware", "gb300", "B300")
+    assert d.named({"gb300": "GB300 NVL72"}) == "hardware: GB300 NVL72 (claim: B300)"
+    assert d.named({"b300": "B300"}) == "hardware: gb300 (claim: B300)"
+    assert str(basis.Difference("tokens", "output", "computed")) == (
+        "tokens counted: output (claim: computed)"
+    )
+    assert basis.Difference("cached_share", 0.5).text == "cached share: 0.5"
+
+
+@pytest.mark.parametrize(
+    "claim,point,differs",
+    [
+        ("unknown", "real", False),
+        ("unknown", "simulated", True),  # a simulated system never matches a silent claim
+        ("simulated", "simulated", False),
+        ("simulated", "real", True),
+        ("real", "none", True),
+        ("none", "none", False),
+        ("-", "simulated", False),
+        ("real", "-", False),
+    ],
+)
+def test_speculation_differs_when_one_side_alone_is_simulated(claim, point, differs):
+    c = basis.make(POINT | {"speculation": claim}, claim=True)
+    p = basis.make(POINT | {"speculation": point})
+    got = basis.differences(c, p, ("speculation",))
+    assert got == ([basis.Difference("speculation", point, claim)] if differs else [])
+
+
+def test_differences_compare_names_by_key_and_say_not_stated():
+    c = basis.make(
+        POINT | {"model": "DeepSeek-V4.1-Flash", "engine": "vLLM", "isl": 1024}, claim=True
+    )
+    same = POINT | {"model": "deepseek-ai/deepseek-v4.1-flash", "hardware": "NVIDIA GB300 NVL72"}
+    p = basis.make(same | {"engine": "vllm 0.9"})
+    parts = ("model", "hardware", "engine", "isl", "osl", "gpu_count", "tokens")
+    assert basis.differences(c, p, parts) == [basis.Difference("isl", "not stated", 1024)]
+    p2 = basis.make(same | {"hardware": "B300", "isl": 2048, "tokens": "computed", "gpu_count": 4})
+    got = basis.differences(c, p2, parts)
+    assert [(d.part, d.point, d.claim) for d in got] == [
+        ("hardware", "B300", "GB300"),
+        ("isl", 2048, 1024),
+        ("gpu_count", 4, 8),
+        ("tokens", "computed", "output"),
+    ]
+    silent = basis.make(POINT | {"serving": "unknown"})
+    c2 = basis.make(POINT | {"serving": "disaggregated"}, claim=True)
+    assert basis.differences(c2, silent, ("serving",)) == [
+        basis.Difference("serving", "not stated", "disaggregated")
+    ]
+    assert basis.differences(silent, c2, ("serving",)) == []  # the claim is silent
+
+
+def test_every_count_and_share_is_checked_past_a_cold_context_or_no_share():
+    """A context of 0 and a missing cached share are stated, and the checks go on after them."""
+    with pytest.raises(ValueError, match="^concurrency: must be a whole number > 0, got 0"):
+        basis.make(POINT | {"context": 0, "concurrency": 0})
+    with pytest.raises(ValueError, match="^acceptance: must be a finite number, got nan"):
+        basis.make(POINT | {"speculation": "real", "acceptance": float("nan")})
+
+
+def test_differences_go_on_past_a_matching_speculation():
+    c = basis.make(POINT | {"speculation": "real", "gpu_count": 72})
+    p = basis.make(POINT | {"speculation": "real"})
+    assert basis.differences(c, p, ("speculation", "gpu_count")) == [
+        basis.Difference("gpu_count", 8, 72)
+    ]

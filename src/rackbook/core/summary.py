@@ -263,7 +263,7 @@ def summarize(trace: traces.Trace) -> TraceSummary:
         r = pv.loc[p.point_id]
         return replace(p, valid_requests=int(r["valid"]), flagged_share=float(r["flagged_share"]))
 
-    points = [checked(p) if p.point_id in pv.index else p for p in summary.points]
+    points = [checked(p) for p in summary.points]  # point_validity: a row per point
     succ, flagged, valid = (int(pv[k].sum()) for k in ("successful", "flagged", "valid"))
     share = flagged / succ if succ else 0.0
     return replace(summary, points=points, valid_requests=valid, flagged_share=share)
