@@ -382,3 +382,141 @@ def test_only_analogues_are_named_from_the_closest_points_kind(claim):
     assert "(only analogues, which do not decide)" in cc.conclude(claim, rs).sentences[1]
     rs[1] = {**rs[1], "reason": "analogues", "closest": {**rs[1]["closest"], "kind": "near"}}
     assert "analogues" not in cc.conclude(claim, rs).sentences[1]
+
+
+def _physics(**fields):
+    return {"claim_id": CLAIM, "reading": "physics", "verdict": "possible", **fields}
+
+
+def _published(**fields):
+    return {"claim_id": CLAIM, "reading": "published", "verdict": "none published", **fields}
+
+
+def test_a_reading_without_reason_margin_or_closest_point_is_its_verdict_alone(claim):
+    """No reason, margin or closest point: the clause ends at the verdict (nothing appended);
+    a published reading of no points without an analogue says nothing about analogues."""
+    assert cc.conclude(claim, [_physics()]).sentences == ("954,000 tok/s is physically possible.",)
+    assert cc.conclude(claim, [_published()]).sentences == (
+        "No like-for-like measurement is published.",
+    )
+    analogue = _published(closest={"kind": "analogue", "who": "x"})
+    assert cc.conclude(claim, [analogue]).sentences == (
+        "No like-for-like measurement is published (only analogues, which do not decide).",
+    )
+    assert cc.conclude(claim, [_published(verdict="within")]).sentences == (
+        "954,000 tok/s is within the published like-for-like measurements.",
+    )
+
+
+@pytest.mark.parametrize(
+    ("closest", "shown"),
+    [
+        (  # its value and the claim over it
+            {"who": "SGLang", "value": 1000.0, "unit": "tok/s/GPU", "ratio": 954.0},
+            "SGLang: 1,000 tok/s/GPU, the claim 954x it",
+        ),
+        ({"source": ["", "-", "InferenceX"], "ratio": 2.0}, "InferenceX, the claim 2x it"),
+        ({"source": ["A", "B"], "who": "C"}, "A · B"),  # the source named, never ``who``
+        ({"source": [], "who": ""}, "a published point"),
+    ],
+)
+def test_the_closest_point_is_named_by_source_else_who_with_value_and_ratio(claim, closest, shown):
+    r = _published(verdict="within", closest=closest)
+    (sentence,) = cc.conclude(claim, [r]).sentences
+    assert sentence == (
+        f"954,000 tok/s is within the published like-for-like measurements; closest "
+        f"like-for-like point: {shown}."
+    )
+
+
+def test_per_basis_sentences_name_each_basis_by_name_else_basis_else_a_mark(claim):
+    """One basis ruled out (named first), a placed basis without a name ("?"), a basis named
+    by its ``basis`` with a closest point and no margin (after the first sentence the figure is
+    "it"), and a basis without a point."""
+    entries = [
+        {"name": "a", "verdict": "none published", "ruled_out": "3.94x the ceiling"},
+        {"verdict": "within", "margin": "1.2x"},
+        {"basis": "b as basis", "verdict": "above", "margin": "-",
+         "closest": {"who": "P", "value": 5.0, "unit": "tok/s", "ratio": 2.0}},
+        {"verdict": "none published", "margin": "-"},
+    ]  # fmt: skip
+    assert cc.conclude(claim, [_published(by_basis=entries)]).sentences == (
+        "Physics rules out \u201ca\u201d; the published reading is of the other bases.",
+        "As \u201c?\u201d, 954,000 tok/s is within the published like-for-like measurements: 1.2x.",
+        "As \u201cb as basis\u201d, it is above every published like-for-like measurement; "
+        "closest like-for-like point: P: 5 tok/s, the claim 2x it.",
+        "No like-for-like measurement is published as \u201c?\u201d.",
+    )
+    entries[0] = {"verdict": "none published", "ruled_out": "x"}
+    assert cc.conclude(claim, [_published(by_basis=entries)]).sentences[0] == (
+        "Physics rules out \u201c?\u201d; the published reading is of the other bases."
+    )
+
+
+def test_bases_all_ruled_out_or_one_basis_alone_read_as_no_published_point(claim):
+    """Every basis ruled out: no "rules out" sentence (nothing else is read); one basis
+    without a point: no count of bases."""
+    gone = [
+        {"name": "a", "verdict": "none published", "ruled_out": "x"},
+        {"name": "b", "verdict": "none published", "ruled_out": "y"},
+    ]
+    assert cc.conclude(claim, [_published(by_basis=gone)]).sentences == (
+        "No like-for-like measurement is published on any of its 2 plausible bases.",
+    )
+    one = [{"name": "only", "verdict": "none published"}]
+    assert cc.conclude(claim, [_published(by_basis=one)]).sentences == (
+        "No like-for-like measurement is published.",
+    )
+
+
+def test_two_placed_bases_name_the_figure_once(claim):
+    entries = [
+        {"name": "a", "verdict": "within", "margin": "1.2x"},
+        {"name": "b", "verdict": "below", "margin": "0.5x"},
+    ]
+    assert cc.conclude(claim, [_published(by_basis=entries)]).sentences == (
+        "As \u201ca\u201d, 954,000 tok/s is within the published like-for-like measurements: 1.2x.",
+        "As \u201cb\u201d, it is below every published like-for-like measurement: 0.5x.",
+    )
+
+
+def test_a_basis_is_named_up_to_sixty_characters_without_a_separator(claim):
+    rs = [_physics(basis="x" * 60), _physics(basis="y" * 61), _physics(basis="a; b")]
+    rs.append(_physics(basis="a | b"))
+    assert cc.conclude(claim, rs).sentences == (
+        f"As {'x' * 60}, 954,000 tok/s is physically possible.",
+        *["It is physically possible."] * 3,
+    )
+
+
+def test_readings_without_a_claim_id_count_and_other_kinds_follow_in_name_order(claim):
+    rs = [
+        {"reading": "physics", "verdict": "possible"},
+        {"claim_id": CLAIM, "reading": "zeta", "verdict": "odd"},
+        {"claim_id": CLAIM, "reading": "alpha", "verdict": "odd"},
+    ]
+    assert cc.conclude(claim, rs).sentences == (
+        "954,000 tok/s is physically possible.",
+        "The alpha reading is odd.",
+        "The zeta reading is odd.",
+    )
+
+
+def test_conclusions_take_the_result_from_the_first_readings_claim():
+    """A headline JSON without ``result``: the result is the first reading's claim's prefix
+    (its three claims in registry order); without readings either, a refusal naming the
+    claims file and the field."""
+    from rackbook.errors import InputError
+
+    got = cc.conclusions({"readings": ["not a reading", _physics()]})
+    assert [c.claim_id for c in got] == [CLAIM, "rack-scaling.speedup", "rack-scaling.cost"]
+    assert got[0].sentences == ("954,000 tok/s is physically possible.",)
+    second = {**_physics(), "claim_id": "single-user.throughput"}
+    assert [c.claim_id for c in cc.conclusions({"readings": [second, _physics()]})] == [
+        "single-user.throughput"
+    ]
+    with pytest.raises(InputError, match="claims.yaml: result: unknown result 'None'"):
+        cc.conclusions({})
+    assert [c.claim_id for c in cc.conclusions({"result": "single-user"})] == [
+        "single-user.throughput"
+    ]
