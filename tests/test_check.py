@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -530,3 +531,74 @@ def test_a_phase_the_catalog_cannot_judge(tmp_path):
     f.write_text(yaml.safe_dump(raw))
     with pytest.raises(InputError, match="params.active_decode: unknown in the model catalog"):
         check.check_claim(str(f), "gb300", 8, 1000)
+
+
+def test_workload_basis_keeps_what_the_flags_state_and_marks_the_rest_unknown():
+    """Sizes below one token or not finite are not stated (``None``); sizes round to whole
+    tokens; an engine of blanks is unknown; a speculation word other than none / real /
+    simulated is a draft method (real speculation); a cached share of 0 counts no prefix."""
+    from rackbook.results import claim_check
+
+    b = claim_check.workload_basis(
+        "DeepSeek-V4.1-Flash", "GB300", 8, "total", 1000.5, 0.5, 0.25, math.inf,
+        engine="  vLLM 0.11 ", speculation=" EAGLE ",
+    )  # fmt: skip
+    assert (b.tokens, b.isl, b.osl, b.concurrency, b.cached_share) == (
+        "input incl. cached+output", 1000, None, None, 0.25,
+    )  # fmt: skip
+    assert (b.engine, b.speculation, b.spec_method) == ("vLLM 0.11", "real", "eagle")
+    assert (b.gpu_count, b.per, b.metric, b.statistic) == (8, "GPU", "throughput", "rate")
+    assert (b.workload, b.serving, b.model, b.hardware) == (
+        "unknown", "unknown", "DeepSeek-V4.1-Flash", "GB300",
+    )  # fmt: skip
+    assert claim_check.basis_text(b) == (
+        "throughput; input incl. cached+output tokens; per GPU (deployment, 8 GPUs); workload "
+        "unknown; speculation real (eagle); statistic rate; DeepSeek-V4.1-Flash; GB300; vLLM 0.11"
+    )
+    b = claim_check.workload_basis(
+        "m", "g", 8, "output", 1.0, math.nan, 0.9, 1.49, engine="  ", speculation="Simulated"
+    )
+    assert (b.tokens, b.isl, b.osl, b.concurrency, b.engine) == ("output", 1, None, 1, "unknown")
+    assert (b.speculation, b.spec_method) == ("simulated", None)
+    b = claim_check.workload_basis("m", "g", 8, "total", None, None, 0.0, None, speculation="none")
+    assert (b.tokens, b.cached_share, b.speculation, b.spec_method) == (
+        "input+output", 0.0, "none", None,
+    )  # fmt: skip
+    assert claim_check.basis_text(b).endswith(
+        "speculation none; statistic rate; m; g; engine not stated"
+    )
+    b = claim_check.workload_basis("m", "g", 8, "total", None, None, None, None)
+    assert (b.speculation, b.spec_method, b.cached_share) == ("unknown", None, None)
+
+
+def test_a_published_point_reads_as_one_line():
+    from rackbook.results import claim_check
+
+    p = dict(value=1234567.891, unit="tok/s", model="M", hardware="H", mismatch="like for like")
+    assert claim_check.point_text(p | dict(gpus=None, ratio=None, url="u")) == (
+        "1.23457e+06 tok/s (M, H, ? GPUs): figure no ratio; like for like; u"
+    )
+    assert claim_check.point_text(p | dict(value=0.5, gpus=4.0, ratio=2.5, url="u")) == (
+        "0.5 tok/s (M, H, 4 GPUs): figure 2.5x; like for like; u"
+    )
+
+
+@pytest.mark.parametrize(
+    ("per", "gpus", "of", "text"),
+    [
+        (None, 1, "gpu", "per GPU (one GPU: per GPU and in total agree)"),
+        ("gpu", 1, "gpu", "per GPU (--per gpu)"),
+        ("gpu", 8, "gpu", "per GPU (--per gpu)"),
+        ("total", 1, "total", "in total over 1 GPUs (--per total)"),
+        ("total", 8, "total", "in total over 8 GPUs (--per total)"),
+        (None, 2, "total", "in total over 2 GPUs (assumed: --per not given;"),
+    ],
+)
+def test_per_reads_several_gpus_as_their_total_unless_told(per, gpus, of, text):
+    import argparse
+
+    from rackbook.results import claim_check
+
+    args = argparse.Namespace(per=per, gpus=gpus)
+    assert claim_check.per_of(args) == of
+    assert claim_check.per_text(args, gpus).startswith(text)
