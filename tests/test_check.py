@@ -602,3 +602,91 @@ def test_per_reads_several_gpus_as_their_total_unless_told(per, gpus, of, text):
     args = argparse.Namespace(per=per, gpus=gpus)
     assert claim_check.per_of(args) == of
     assert claim_check.per_text(args, gpus).startswith(text)
+
+
+_RACK = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000", "--per", "total"]
+_TOTAL = [*_RACK, "--counted", "total", "--isl", "8192", "--osl", "1024"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "assumed", "second_line_tail"),
+    [
+        (  # nothing stated but the sizes: each default named
+            [],
+            [
+                "phase mixed (--phase not given)",
+                "no input cached (--cached-share not given; 'unknown' for the threshold)",
+                "decode context ISL + OSL / 2 = 8,704 tokens",
+                "no speculative decoding (--tokens-per-step 1)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share 0 % (assumed), concurrency not given",
+        ),
+        (  # prefill: no decode context, no speculation assumed
+            ["--phase", "prefill"],
+            [
+                "no input cached (--cached-share not given; 'unknown' for the threshold)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share 0 % (assumed), concurrency not given",
+        ),
+        (  # everything stated but the phase
+            ["--cached-share", "0.5", "--concurrency", "4608", "--kv-dtype", "fp8",
+             "--precision", "fp8", "--tokens-per-step", "2", "--context", "9000"],
+            ["phase mixed (--phase not given)"],
+            "cached share 50 %, concurrency 4,608",
+        ),
+        (
+            ["--cached-share", "unknown"],
+            [
+                "phase mixed (--phase not given)",
+                "decode context ISL + OSL / 2 = 8,704 tokens",
+                "no speculative decoding (--tokens-per-step 1)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share unknown (readings at 0 %), concurrency not given",
+        ),
+    ],
+)  # fmt: skip
+def test_each_default_the_check_took_is_named(run_cli, extra, assumed, second_line_tail):
+    """Each default ``rackbook check`` took for a flag left out, printed and in the JSON; the
+    cached share said as assumed, as given, or as unknown (read at the threshold)."""
+    code, out, _ = run_cli("check", *_TOTAL, *extra, "--json")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == (
+        "954,000 total tok/s in total over 72 GPUs (--per total): 13,250.0 per GPU"
+    )
+    assert lines[1].endswith(second_line_tail)
+    assert [x.removeprefix("  assumed: ") for x in lines if x.startswith("  assumed: ")] == assumed
+    phys = json.loads(lines[-1])["physics"]
+    assert phys["assumed"] == assumed and phys["per"] == "total" and phys["per_assumed"] is False
+
+
+def test_the_printed_ceilings_say_whether_the_figure_fits(run_cli):
+    """One GB300 holding no weights' share: the capacity line says "fits"; one H200 cannot hold
+    297.2 GB of weights: "does not fit", the physics line names the limit."""
+
+    def lines(*argv: str) -> list[str]:
+        code, out, _ = run_cli("check", *argv)
+        assert code == 0
+        return out.splitlines()
+
+    rack = lines(*_TOTAL)
+    assert any(x.startswith("  memory capacity: fits  [") for x in rack)
+    assert any(x.startswith("  decode compute: 201,422 tok/s/GPU  [") for x in rack)
+    one = lines("--model", V41, "--gpu", "h200", "--gpus", "1", "--tok-s", "10")
+    assert any(
+        x.startswith("  memory capacity: does not fit  [the weights do not fit") for x in one
+    )
+    assert "  expected: none: the figure does not fit" in one
+    assert "  attainable: none: the figure does not fit" in one
+    assert one[-1] == "this run: untested (no trace given (--trace DIR))"
+    physics = next(x for x in one if x.startswith("physics: "))
+    assert physics.startswith("physics: impossible (the weights do not fit")
+    assert physics.endswith("; limit: memory capacity (weights))")
