@@ -520,3 +520,210 @@ def test_conclusions_take_the_result_from_the_first_readings_claim():
     assert [c.claim_id for c in cc.conclusions({"result": "single-user"})] == [
         "single-user.throughput"
     ]
+
+
+SU = "single-user.throughput"  # 826 tok/s on B300 GPUs (4)
+
+
+def _su(physics=None, published=None, run=None):
+    base = {"claim_id": SU, "margin": "-", "reason": "why"}
+    return [
+        {**base, "reading": "physics", "verdict": "possible", **(physics or {})},
+        {**base, "reading": "published", "verdict": "none published", **(published or {})},
+        {**base, "reading": "this run", "verdict": "untested", **(run or {})},
+    ]
+
+
+_ATT = {"tok_s_per_gpu": 1000.0, "ratio": 0.5, "deployment_name": "tensor-parallel on 4 GPUs"}
+_NOTHING = "Nothing comparable is published."
+
+
+@pytest.mark.parametrize(
+    ("readings", "word", "finding", "grade", "why"),
+    [
+        (_su(), "plausible", f"Physically possible: why. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (  # a reason of 20 words is quoted, of 21 not
+            _su(physics={"reason": " ".join(["w"] * 20)}), "plausible",
+            f"Physically possible: {' '.join(['w'] * 20)}. {_NOTHING}", "very low",
+            "no comparable published point",
+        ),
+        (_su(physics={"reason": " ".join(["w"] * 21)}), "plausible",
+         f"Physically possible. {_NOTHING}", "very low", "no comparable published point"),
+        (  # what measured kernels reach: the ratio, else the rate; never the deployment here
+            _su(physics={"attainable": _ATT}), "plausible",
+            f"Physically possible: why; 0.5x what measured kernels reach. {_NOTHING}",
+            "very low", "no comparable published point",
+        ),
+        (_su(physics={"attainable": {**_ATT, "ratio": None}}), "plausible",
+         f"Physically possible: why; measured kernels reach 1,000 tok/s per GPU. {_NOTHING}",
+         "very low", "no comparable published point"),
+        (_su(physics={"attainable": {**_ATT, "brief": "its brief"}}), "plausible",
+         f"Physically possible: why; its brief. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (  # what real deployments reach comes before what kernels reach
+            _su(physics={"attainable": {**_ATT, "expected": {
+                "tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0, "ratio": 2.0}}}),
+            "plausible",
+            "Physically possible: why; claim above what real deployments reach (~1,000, "
+            f"490-1,830 tok/s/GPU: 2x). {_NOTHING}", "very low", "no comparable published point",
+        ),
+        (_su(physics={"derived": {"value": 826.5, "from": None}}), "plausible",
+         f"The specifications give 826.5, not the claim's figure. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (_su(physics={"derived": {"value": 12.34567, "unit": "GB", "from": "the card"}}),
+         "plausible", f"The card give 12.35 GB, not the claim's figure. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (_su(physics={"derived": {"value": 826, "exact": True}}), "exact",
+         f"Exactly what the specifications give (826). {_NOTHING}", "low",
+         "no comparable published point"),
+        (_su(physics={"verdict": "impossible", "margin": "2x the ceiling"}),
+         "impossible as stated", f"Physically impossible: 2x the ceiling. {_NOTHING}", "high",
+         "a physics bound decides"),
+        (_su(physics={"verdict": "undetermined"}), "unsettled",
+         f"Physics does not settle it: why. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (  # the condition and its workload (8,192 not a whole thousand; 1,000 is)
+            _su(physics={"verdict": "undetermined", "workload": {"isl": 8192, "osl": 1000},
+                         "condition": {"basis": "per GPU", "condition": "fits if cached"}}),
+            "unsettled",
+            f"Per GPU, it fits if cached (8,192-in/1k-out workload assumed). {_NOTHING}",
+            "very low", "no comparable published point",
+        ),
+        (_su(physics={"verdict": "undetermined",
+                      "condition": {"basis": "per GPU", "condition": "fits if cached"}}),
+         "unsettled", f"Per GPU, it fits if cached. {_NOTHING}", "very low",
+         "no comparable published point"),
+        (_su(published={"verdict": "below", "margin": "0.5x the lowest"}), "below published",
+         "Physically possible: why. Below every published like-for-like measurement (0.5x the "
+         "lowest).", "moderate", "like-for-like published figures"),
+        (_su(published={"verdict": "within", "basis": "per GPU", "margin": "1.1x"}),
+         "consistent", "Physically possible: why. As per GPU, within the published like-for-like "
+         "measurements (1.1x). Not tested on B300 GPUs here.", "moderate",
+         "like-for-like published figures"),
+        (  # the modelled-price note is cut from the margin
+            _su(published={"verdict": "above", "modelled": True,
+                           "margin": "2x (modelled prices, not measurements)"}),
+            "above published", "Physically possible: why. Above every modelled price (2x).",
+            "low", "modelled price (a cost model's rates, not a listed price)",
+        ),
+        (  # physics that does not settle it is left out beside a placing
+            _su(physics={"verdict": "undetermined"},
+                published={"verdict": "within", "margin": "1x"}),
+            "consistent", "Within the published like-for-like measurements (1x). Not tested on "
+            "B300 GPUs here.", "moderate", "like-for-like published figures",
+        ),
+        (
+            _su(published={"near": {"points": ["a", "b"], "verified": False,
+                                    "ratio_low": 1.2, "ratio_high": 1.5}}),
+            "plausible", "Physically possible: why. The claim is 1.2x to 1.5x the 2 near "
+            "published points, NOT VERIFIED.", "very low",
+            "near points read only second-hand (NOT VERIFIED)",
+        ),
+        (
+            _su(published={"closest": {"kind": "near", "ratio": 1.5, "value": 5.0,
+                                       "unit": "tok/s", "verified": False}}),
+            "plausible", "Physically possible: why. The closest near published point is a "
+            "published point: 5 tok/s, the claim 1.5x it (NOT VERIFIED).", "very low",
+            "physics bounds only",
+        ),
+        (  # one near point, on one side: the closest point is named, not a span
+            _su(published={
+                "closest": {"kind": "near", "ratio": 1.5, "value": 5.0, "unit": "tok/s"},
+                "near": {"points": ["a"], "verified": True, "ratio_low": 1.5,
+                         "ratio_high": 1.5}}),
+            "plausible", "Physically possible: why. The closest near published point is a "
+            "published point: 5 tok/s, the claim 1.5x it.", "low", "1 near published points",
+        ),
+        (
+            _su(run={"verdict": "inconsistent", "margin": "-20 %"},
+                published={"verdict": "within", "margin": "1x"}),
+            "inconsistent", "Physically possible: why. Within the published like-for-like "
+            "measurements (1x). Measured on B300 GPUs here, it does not hold (-20 %).", "high",
+            "a run on the claim's hardware (-20 %)",
+        ),
+    ],
+)  # fmt: skip
+def test_the_landing_row_of_each_kind_of_reading(readings, word, finding, grade, why):
+    """The landing's row (verdict word, finding within 40 words, plain grade, why) for one
+    reading of each kind against the single-user claim (826 tok/s on 4 B300)."""
+    s = cc.summarize(load_claims().get(SU), readings)
+    assert (s.claim_id, s.word, s.finding, s.grade, s.why) == (SU, word, finding, grade, why)
+
+
+def test_a_claim_without_readings_is_not_graded():
+    s = cc.summarize(load_claims().get(SU), _su()[:0] + [{**_su()[0], "claim_id": "x.y"}])
+    assert (s.word, s.finding, s.grade, s.why) == (
+        "not run",
+        "Not read yet: run the chapter.",
+        "not graded",
+        "",
+    )
+
+
+def test_the_why_names_what_lowered_the_grade_before_what_held_it_back():
+    entries = [{"name": "a", "verdict": "above", "margin": "2x"},
+               {"name": "b", "verdict": "above", "margin": "3x"},
+               {"name": "c", "verdict": "none published"}]  # fmt: skip
+    rs = _su(published={"verdict": "above", "by_basis": entries}, run={"synthetic": True})
+    s = cc.summarize(load_claims().get(SU), rs)
+    assert (s.word, s.grade) == ("above published", "low")
+    assert s.why == "an unknown basis (placed on 2 of its 3 plausible bases)"
+    assert s.finding == (
+        "Physically possible: why. As \u201ca\u201d or \u201cb\u201d, above every published "
+        "like-for-like measurement (2x)."
+    )
+    held = cc.summarize(load_claims().get(SU), _su(run={"synthetic": True}))
+    assert held.why == "no comparable published point"  # held back before "rests on"
+
+
+def test_the_conclusion_names_a_deployment_other_than_the_default():
+    claim = load_claims().get(SU)
+    first = cc.conclude(claim, _su(physics={"attainable": _ATT})).sentences[0]
+    assert first == (
+        "826 tok/s is physically possible: why; 0.5x what measured kernels reach "
+        "(tensor-parallel on 4 GPUs)."
+    )
+    default = {**_ATT, "deployment_name": "attention data-parallel + experts on 4 GPUs"}
+    first = cc.conclude(claim, _su(physics={"attainable": default})).sentences[0]
+    assert first == "826 tok/s is physically possible: why; 0.5x what measured kernels reach."
+
+
+def test_certainty_as_a_dict_and_per_result_in_registry_order():
+    c = cc.certainty(_su(published={"verdict": "above", "modelled": True}), claim_id=SU)
+    assert c.to_dict() == {
+        "claim_id": SU, "grade": "near evidence or exact derivation", "level": 2,
+        "reasons": ["rests on: like-for-like published figures",
+                    "lowered by: modelled price (a cost model's rates, not a listed price)"],
+    }  # fmt: skip
+    rs = [
+        {"claim_id": "rack-scaling.cost", "reading": "physics", "verdict": "possible"},
+        {"claim_id": CLAIM, "reading": "physics", "verdict": "impossible"},
+        {"claim_id": CLAIM, "reading": "this run", "verdict": "consistent", "margin": "+1 %"},
+    ]
+    got = cc.certainties("rack-scaling", rs)  # the speed-up has no reading: left out
+    assert [(c.claim_id, c.level) for c in got] == [(CLAIM, 4), ("rack-scaling.cost", 1)]
+    assert got[0].reasons == ("rests on: a run on the claim's hardware (+1 %)",)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "where"),
+    [(0.4999, "below"), (0.5, "within"), (2.0, "within"), (2.0001, "above")],
+)
+def test_placement_holds_the_interval_edges_inside(ratio, where):
+    """Expected 1,024 tok/s/GPU in [512, 2,048]: a claim at 512 or 2,048 is within, a hair
+    past either end outside; the brief without a validation ends at the ratio."""
+    d = {"tok_s_per_gpu": 1024.0, "low": 512.0, "high": 2048.0, "ratio": ratio}
+    assert cc.placement(d) == where
+    assert cc.brief(d) == (
+        f"claim {where} what real deployments reach (~1,024, 512-2,048 tok/s/GPU: "
+        f"{cc.ratio_text(ratio)})"
+    )
+
+
+def test_placement_needs_a_positive_expected_rate_and_four_numbers():
+    d = {"tok_s_per_gpu": 1000.0, "low": 490.0, "high": 1830.0, "ratio": 1.0}
+    assert cc.placement(d) == "within"
+    for bad in ({"tok_s_per_gpu": 0.0}, {"tok_s_per_gpu": -1.0}, {"low": None}, {"high": "x"},
+                {"ratio": None}):  # fmt: skip
+        assert cc.placement(d | bad) == "" and cc.brief(d | bad) == ""
