@@ -727,3 +727,112 @@ def test_placement_needs_a_positive_expected_rate_and_four_numbers():
     for bad in ({"tok_s_per_gpu": 0.0}, {"tok_s_per_gpu": -1.0}, {"low": None}, {"high": "x"},
                 {"ratio": None}):  # fmt: skip
         assert cc.placement(d | bad) == "" and cc.brief(d | bad) == ""
+
+
+_RULED = [
+    {"name": "per GPU", "verdict": "none published", "ruled_out": "x",
+     "ruled_by": {"ratio": 3.94, "limit": "compute", "gpu": "GB300"}},
+    {"name": "per node", "verdict": "none published", "ruled_out": "x",
+     "ruled_by": {"ratio": 2.0, "limit": "compute", "gpu": "GB300"}},
+    {"verdict": "none published", "ruled_out": "x",
+     "ruled_by": {"ratio": None, "limit": "memory"}},
+    {"name": "total", "verdict": "none published"},
+]  # fmt: skip
+_ON_BASES = [
+    {"name": "the total", "verdict": "possible", "tok_s_per_gpu": 13250.0},
+    {"name": "unrated", "verdict": "possible", "tok_s_per_gpu": None},  # no rate: not named
+    {"name": "x", "verdict": "impossible", "tok_s_per_gpu": 5.0},
+]
+_IMPOSSIBLE = (
+    "Impossible as \u201cper GPU\u201d (3.94x a GB300's compute ceiling) or as \u201cper "
+    "node\u201d (2x) or as \u201c?\u201d"
+)
+
+
+def test_the_bases_physics_rules_out_lead_the_finding_each_place_named_once():
+    """Three bases ruled out (the second on the same GPU's ceiling, the third without a
+    ratio), one possible (with its rate): "but possible as" beside an undetermined reading;
+    "; possible as" after an impossible one; a ceiling the physics reading names itself
+    (``on_bases`` with a ``ceiling``) in place of the published bases."""
+    su = load_claims().get(SU)
+    phys = {"verdict": "undetermined", "margin": "fits if 64 % cached", "on_bases": _ON_BASES}
+    s = cc.summarize(su, _su(physics=phys, published={"by_basis": _RULED}))
+    assert (s.word, s.grade) == ("depends on what is counted", "very low")
+    assert s.finding == f"{_IMPOSSIBLE} but possible as the total (13,250 per GPU)."
+    s = cc.summarize(
+        su, _su(physics={**phys, "verdict": "impossible"}, published={"by_basis": _RULED})
+    )
+    assert (s.word, s.grade, s.why) == ("impossible as stated", "high", "a physics bound decides")
+    assert s.finding == f"{_IMPOSSIBLE}; possible as the total (13,250 per GPU). {_NOTHING}"
+    own = [{"name": "per GPU", "ratio": 3.94, "ceiling": "decode ceiling"}]
+    s = cc.summarize(su, _su(physics={**phys, "on_bases": own}, published={"by_basis": _RULED}))
+    assert s.finding == "Impossible as per GPU (3.94x a B300's decode ceiling)."
+    # a run on the claim's hardware decides the word; the undetermined margin follows the bases
+    run = {"verdict": "consistent", "margin": "+1 %"}
+    s = cc.summarize(su, _su(physics=phys, published={"by_basis": _RULED}, run=run))
+    assert s.word == "consistent" and s.finding.startswith(
+        f"{_IMPOSSIBLE}; fits if 64 % cached; possible as the total (13,250 per GPU)."
+    )
+
+
+def test_impossible_names_each_place_once_in_a_row():
+    bases = [("a", 2.0, "GB300", "c"), ("b", 3.0, "GB300", "c"), ("d", None, "", "m"),
+             ("e", 1.5, "", "m"), ("f", 1.25, "", "m")]  # fmt: skip
+    assert cc._impossible(bases) == (
+        "impossible as a (2x a GB300's c) or as b (3x) or as d or as e (1.5x the m) or as f (1.25x)"
+    )
+    assert cc._impossible([]) == ""
+
+
+def _token_value(lo=0.9, hi=1.0, **near):
+    tv = "token value"
+    return {
+        "verdict": "none published",
+        "by_basis": [{"name": tv, "verdict": "none published", "conversion": "c"}],
+        "near": {"basis": tv, "points": ["a", "b", "c"], "low": 1000.0, "high": 2000.4,
+                 "unit": "tok/s", "ratio_low": lo, "ratio_high": hi, **near},
+        "list_price": {"ratio": 2.5, "value": 1234.5},
+    }  # fmt: skip
+
+
+def test_the_supported_basis_needs_near_points_on_both_sides_of_the_claim():
+    """A claim 0.9x to 1x its 3 near points on a re-read basis (1 is inside, its edge
+    included) is supported; 0.9x to 0.99x, no points, or no ratio is not. Without a step the
+    span follows in the basis's unit; the highest list price follows as a ratio in dollars."""
+    both = "the evidence supports token value: 0.9x to 1x the 3 near points (1,000 to 2,000 tok/s)"
+    lp = "; 2.5x the highest list price ($1,234.50/GPU-hour)"
+    assert cc.supported_basis(_token_value()) == both + lp
+    assert cc.supported_basis(_token_value(1.0, 1.0)) == both.replace("0.9x to 1x", "1x") + lp
+    assert cc.supported_basis(_token_value(1.0001, 1.5)) == ""
+    assert cc.supported_basis(_token_value(0.9, 0.99)) == ""
+    assert cc.supported_basis(_token_value(points=[])) == ""
+    assert cc.supported_basis(_token_value(None)) == ""
+    assert cc.supported_basis(_token_value() | {"list_price": {}}) == both
+    assert cc.supported_basis(_token_value(basis="other")) == ""  # no entry re-reads it
+    s = cc.summarize(load_claims().get(SU), _su(published=_token_value()))
+    assert s.finding == f"Physically possible: why; {both}{lp}."
+
+
+@pytest.mark.parametrize(
+    ("per_basis", "change", "reason"),
+    [
+        (  # above on one basis (unnamed), below on another
+            [{"ratio_low": 2.0, "ratio_high": 3.0}, {"basis": "b", "ratio_low": 0.1,
+                                                    "ratio_high": 0.5}, "not a basis"],
+            -1, ("lowered by", "an unknown basis (the claim above every near point as its "
+                 "basis, below every one as b)"),
+        ),
+        (  # a point at the claim (1x) is on both sides of it
+            [{"ratio_low": 0.5, "ratio_high": 1.0}], 0,
+            ("corroborated by", "near points on both sides of the claim as its basis (the "
+             "claim 0.5x to 1x them)"),
+        ),
+        ([{"ratio_low": 1.0, "ratio_high": 3.0, "basis": "z"}], 0,
+         ("corroborated by", "near points on both sides of the claim as z (the claim 1x to 3x "
+          "them)")),
+        ([{"ratio_low": 1.01, "ratio_high": 3.0}], 0, None),  # one side only: no move
+        ([{"ratio_low": 0.1, "ratio_high": 0.99}], 0, None),
+    ],
+)  # fmt: skip
+def test_near_points_per_basis_move_the_grade(per_basis, change, reason):
+    assert cc._near_bases({"per_basis": per_basis}) == (change, reason)
