@@ -836,3 +836,23 @@ def test_the_supported_basis_needs_near_points_on_both_sides_of_the_claim():
 )  # fmt: skip
 def test_near_points_per_basis_move_the_grade(per_basis, change, reason):
     assert cc._near_bases({"per_basis": per_basis}) == (change, reason)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gpus", "named"),
+    [
+        ("GB300 NVL72", 72, "a GB300 NVL72"),
+        ("GB300 NVL72", None, "a GB300 NVL72"),  # no count: the system
+        ("A100", 72, "an A100"),
+        ("e-rack", None, "an e-rack"),
+        ("B300", 4, "B300 GPUs"),
+        ("B300", 73, "B300 GPUs"),
+        (None, 4, "the claim's hardware"),
+        ("", 72, "the claim's hardware"),
+    ],
+)
+def test_the_claims_hardware_is_named_with_its_article_or_as_gpus(claim, hardware, gpus, named):
+    scope = claim.scope.model_copy(update={"hardware": hardware, "gpu_count": gpus})
+    other = claim.model_copy(update={"scope": scope})
+    run = {"claim_id": CLAIM, "reading": "this run", "verdict": "untested", "margin": " - "}
+    assert cc.conclude(other, [run]).sentences == (f"Not tested on {named} here.",)
