@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -690,3 +691,74 @@ def test_the_printed_ceilings_say_whether_the_figure_fits(run_cli):
     physics = next(x for x in one if x.startswith("physics: "))
     assert physics.startswith("physics: impossible (the weights do not fit")
     assert physics.endswith("; limit: memory capacity (weights))")
+
+
+_FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-v41-flash" / "synthetic-c8.json"
+
+
+@pytest.fixture(scope="module")
+def declared_trace(tmp_path_factory):
+    """The synthetic vLLM benchmark (32 requests, 2,048 output tokens in 6.451855 s) imported
+    as run on 4 B300: 317.43 output tok/s, 79.357 per GPU; and imported without ``--gpu``."""
+    from rackbook.cli import main
+
+    root = tmp_path_factory.mktemp("declared")
+    assert main(["import", "vllm-bench", str(_FIXTURE), "-o", str(root / "t"), "--gpu", "b300",
+                 "--gpus", "4"]) == 0  # fmt: skip
+    assert main(["import", "vllm-bench", str(_FIXTURE), "-o", str(root / "u")]) == 0
+    return root
+
+
+PER_GPU = 2048 / 6.451855 / 4  # 79.357 output tok/s per GPU
+
+
+@pytest.mark.parametrize(
+    ("model", "counted", "claimed", "verdict", "reason"),
+    [
+        ("DeepSeek V4.1_Flash", "output", PER_GPU, "consistent",  # the model's name normalised
+         "output 79.4 tok/s per GPU at point synthetic-c8, +0 % from the figure's 79.36 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 0.9001, "consistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, -10 % from the figure's 88.16 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 0.8999, "inconsistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, -10 % from the figure's 88.18 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 1.0999, "consistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, +10 % from the figure's 72.15 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 1.1001, "inconsistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, +10 % from the figure's 72.14 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "total", PER_GPU, "inconsistent",  # 34,816 tokens counted
+         "total 1,349.1 tok/s per GPU at point synthetic-c8, +1600 % from the figure's 79.36 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4-flash", "output", PER_GPU, "untested",
+         "recorded on 4 x B300 (declared at import) (output 79.4 tok/s per GPU at point "
+         "synthetic-c8); the claim needs a recording of deepseek-v4-flash on b300"),
+    ],
+)  # fmt: skip
+def test_this_run_reads_the_top_rate_against_the_figure(
+    declared_trace, model, counted, claimed, verdict, reason
+):
+    """The this-run reading: the trace's highest rate per GPU of the counted tokens against
+    the figure, within 10 % (``REL_TOL``) consistent; another model untested, naming the
+    hardware the trace declares."""
+    from rackbook.results import claim_check
+
+    got = claim_check.this_run(str(declared_trace / "t"), model, "b300", counted, claimed)
+    assert got == {"verdict": verdict, "reason": reason}
+
+
+def test_this_run_without_a_gpu_count_or_a_trace_is_untested(declared_trace):
+    from rackbook.results import claim_check
+
+    bare = str(declared_trace / "u")
+    assert claim_check.this_run(bare, "deepseek-v4.1-flash", "b300", "output", PER_GPU) == {
+        "verdict": "untested",
+        "reason": f"{bare}: no point with a GPU count and output tokens (rackbook import "
+        "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
+    }
+    assert claim_check.this_run(None, "m", "g", "output", 1.0) == {
+        "verdict": "untested", "reason": "no trace given (--trace DIR)"
+    }  # fmt: skip
