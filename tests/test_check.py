@@ -762,3 +762,69 @@ def test_this_run_without_a_gpu_count_or_a_trace_is_untested(declared_trace):
     assert claim_check.this_run(None, "m", "g", "output", 1.0) == {
         "verdict": "untested", "reason": "no trace given (--trace DIR)"
     }  # fmt: skip
+
+
+def _record(wb, pid, value, role="measurement", verified=True, **changes):
+    """One published per-GPU point as ``rackbook check`` stores it (JSON), of basis ``wb``
+    stated (with ``changes``)."""
+    from dataclasses import asdict
+
+    stated = {"speculation": "none", "workload": "fixed lengths", "serving": "aggregated"}
+    b = wb.replace(**(stated | changes))
+    return {
+        "id": pid, "value": value, "unit": "output tok/s/GPU", "model": b.model,
+        "hardware": b.hardware, "gpus": b.gpu_count, "url": f"https://x.test/{pid}",
+        "verified": verified, "role": role, "basis": asdict(b),
+    }  # fmt: skip
+
+
+def test_published_points_rank_like_for_like_then_verified_then_nearest(monkeypatch):
+    """1,000 tok/s per GPU on 72 GB300 against five stored points: the like-for-like verified
+    measurement (1,200: serving is named, never deciding) decides and comes first; then the
+    one not verified first-hand, then the analogue (one part further); another model (4) and
+    another GPU count (2, at 0 tok/s: no ratio) are further still. Without the deciding point
+    none is published and the reason names the closest."""
+    from rackbook.results import claim_check, evidence
+
+    wb = claim_check.workload_basis("deepseek-v4.1-flash", "gb300", 72, "output", *[None] * 4)
+    points = [
+        _record(wb, "a", 2000.0, role="analogue", verified=False),
+        _record(wb, "u", 1500.0, verified=False),
+        _record(wb, "m", 900.0, model="deepseek-r1"),
+        _record(wb, "z", 0.0, gpu_count=8),
+        _record(wb, "s", 1200.0, serving="disaggregated"),
+    ]
+    doc = {"points": points, "weights": evidence.WEIGHTS}
+    monkeypatch.setattr(claim_check, "published_per_gpu_points", lambda: doc)
+    r = claim_check.published_for_workload(wb, 1000.0)
+    assert (r["verdict"], r["decided_on"]) == ("below", ["s"])
+    assert [(c["url"][-1], c["mismatch"]) for c in r["closest"]] == [
+        ("s", "like for like"), ("u", "not verified first-hand"), ("a", "an analogue"),
+    ]  # fmt: skip
+    assert [c["ratio"] for c in r["closest"]] == [1000 / 1200, 1000 / 1500, 0.5]
+    assert r["reason"].startswith("1,000 output tok/s/GPU against 1 published point")
+    assert r["reason"].endswith(
+        "; closest: 1,200 output tok/s/GPU (deepseek-v4.1-flash, gb300, 72 GPUs): figure "
+        "0.833x; like for like; https://x.test/s"
+    )
+    assert r["basis"] == claim_check.basis_text(wb)
+    doc["points"] = points[:4]
+    r = claim_check.published_for_workload(wb, 1000.0)
+    assert (r["verdict"], r["decided_on"]) == ("none published", [])
+    assert r["reason"] == (
+        f"no verified published measurement of the same basis ({claim_check.basis_text(wb)}); "
+        "closest: 1,500 output tok/s/GPU (deepseek-v4.1-flash, gb300, 72 GPUs): figure 0.667x; "
+        "not verified first-hand; https://x.test/u"
+    )
+    doc["points"] = points[2:4]
+    (z, m) = claim_check.published_for_workload(wb, 1000.0)["closest"]
+    assert (z["ratio"], z["mismatch"]) == (None, "GPU count: 8 (claim: 72)")
+    assert (m["ratio"], m["mismatch"]) == (
+        1000 / 900,
+        "model: deepseek-r1 (claim: deepseek-v4.1-flash)",
+    )
+    doc["points"] = []
+    assert claim_check.published_for_workload(wb, 1000.0) == {
+        "verdict": "none published", "reason": "no published per-GPU throughput point",
+        "closest": [], "basis": claim_check.basis_text(wb),
+    }  # fmt: skip
