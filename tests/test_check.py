@@ -828,3 +828,34 @@ def test_published_points_rank_like_for_like_then_verified_then_nearest(monkeypa
         "verdict": "none published", "reason": "no published per-GPU throughput point",
         "closest": [], "basis": claim_check.basis_text(wb),
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tok_s", "verdict", "share", "kernels"),
+    [
+        (954_000, "undetermined", 0.640, " at the bound's threshold share; measured kernels "
+         "reach it from 93.4 % of the input cached"),
+        (3_000_000, "undetermined", 0.902, " at the bound's threshold share; measured kernels "
+         "do not reach it at any cached share"),
+        (13_250, "possible", 0.0, ""),  # no cache needed: no threshold to read kernels at
+        (20_000_000, "impossible", None, ""),
+    ],
+)  # fmt: skip
+def test_an_unknown_cached_share_is_read_at_the_bounds_threshold(
+    run_cli, tok_s, verdict, share, kernels
+):
+    """``--cached-share unknown`` (ISL 100k / OSL 1k, input + output per GPU on 72 GB300):
+    the physics verdict is the threshold's; where a share above 0 is needed, what measured
+    kernels reach is read at that share too."""
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", str(tok_s), "--per",
+            "gpu", "--counted", "total", "--isl", "100000", "--osl", "1000"]  # fmt: skip
+    code, out, _ = run_cli("check", *argv, "--cached-share", "unknown", "--json")
+    p = json.loads(out.splitlines()[-1])["physics"]
+    assert code == 0 and p["verdict"] == verdict
+    got = p["threshold"]["cached_share"]
+    assert got == (None if share is None else pytest.approx(share, abs=1e-3))
+    assert p["reason"].startswith(f"{tok_s:,} tok/s: ")
+    assert (p["attainable_text"].endswith(kernels) if kernels else "threshold" not in
+            p["attainable_text"])  # fmt: skip
+    threshold = p["attainable"].get("cached_share_threshold")
+    assert (threshold is not None) == ("from 93.4 %" in kernels)
