@@ -859,3 +859,31 @@ def test_an_unknown_cached_share_is_read_at_the_bounds_threshold(
             p["attainable_text"])  # fmt: skip
     threshold = p["attainable"].get("cached_share_threshold")
     assert (threshold is not None) == ("from 93.4 %" in kernels)
+
+
+def test_a_calibration_without_a_data_sheet_gives_no_estimate(run_cli, tmp_path):
+    """``--calibration`` of a CPU run (no data sheet): neither the attainable nor the expected
+    reading, each saying why, the calibration named; the physics reading is unchanged."""
+    from rackbook.core import calibration
+
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    label = calibration.read_calibration(
+        calibration.write_calibration(tmp_path / "cpu", run, cal.kernels)
+    ).label
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "4", "--tok-s", "3304", "--per", "total"]
+    code, out, _ = run_cli("check", *argv, "--concurrency", "4", "--json")
+    plain = json.loads(out.splitlines()[-1])["physics"]
+    code, out, _ = run_cli(
+        "check", *argv, "--concurrency", "4", "--calibration", str(tmp_path / "cpu"), "--json"
+    )
+    p = json.loads(out.splitlines()[-1])["physics"]
+    assert code == 0 and (p["verdict"], p["ratio"]) == (plain["verdict"], plain["ratio"])
+    assert p["attainable"] == {
+        "tok_s_per_gpu": None, "ratio": None, "deployment": None, "calibration": label,
+    }  # fmt: skip
+    assert p["expected"] == dict.fromkeys(
+        ("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}  # fmt: skip
+    assert p["attainable_text"] == p["expected_text"]
+    assert p["attainable_text"].startswith("none: ") and "no data sheet" in p["attainable_text"]
+    assert plain["attainable"]["calibration"] != label and plain["expected"]["validation"]
