@@ -856,3 +856,40 @@ def test_the_claims_hardware_is_named_with_its_article_or_as_gpus(claim, hardwar
     other = claim.model_copy(update={"scope": scope})
     run = {"claim_id": CLAIM, "reading": "this run", "verdict": "untested", "margin": " - "}
     assert cc.conclude(other, [run]).sentences == (f"Not tested on {named} here.",)
+
+
+def _near(lo, hi, **fields):
+    return {"points": ["a", "b"], "verified": True, "ratio_low": lo, "ratio_high": hi,
+            "basis": "mean TPOT", **fields}  # fmt: skip
+
+
+_POINT = {"kind": "near", "ratio": 1.5, "value": 5.0, "unit": "tok/s"}
+
+
+@pytest.mark.parametrize(
+    ("published", "tail"),
+    [
+        ({"near": _near(1.0, 2.0)}, "The claim is 1x to 2x the 2 near published points, on "
+         "both sides of it as mean TPOT."),  # a point at the claim is on both sides of it
+        ({"near": _near(0.5, 1.0)}, "The claim is 0.5x to 1x the 2 near published points, on "
+         "both sides of it as mean TPOT."),
+        ({"near": _near(1.2, 1.5)}, "The claim is 1.2x to 1.5x the 2 near published points."),
+        ({"near": _near(None, 1.5), "closest": _POINT}, "The closest near published point is "
+         "a published point: 5 tok/s, the claim 1.5x it."),  # no span without both ratios
+        ({"near": {**_near(0.5, 2.0), "points": []}}, _NOTHING),
+        ({"closest": {**_POINT, "kind": "analogue"}}, _NOTHING),  # analogues never decide
+    ],
+)  # fmt: skip
+def test_the_near_points_finding_spans_them_or_names_the_closest(published, tail):
+    s = cc.summarize(load_claims().get(SU), _su(published=published))
+    assert s.finding == f"Physically possible: why. {tail}"
+
+
+def test_a_physics_reading_without_reason_or_margin_is_its_verdict():
+    su = load_claims().get(SU)
+    assert cc.summarize(su, _su(physics={"reason": None})).finding == (
+        f"Physically possible. {_NOTHING}"
+    )
+    assert cc.conclude(su, _su(physics={"basis": "X-Y"})).sentences[0] == (
+        "As X-Y, 826 tok/s is physically possible: why."  # only ";" and "|" drop a basis
+    )
