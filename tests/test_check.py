@@ -887,3 +887,29 @@ def test_a_calibration_without_a_data_sheet_gives_no_estimate(run_cli, tmp_path)
     assert p["attainable_text"] == p["expected_text"]
     assert p["attainable_text"].startswith("none: ") and "no data sheet" in p["attainable_text"]
     assert plain["attainable"]["calibration"] != label and plain["expected"]["validation"]
+
+
+def test_the_stored_per_gpu_points_are_the_published_throughputs_not_context():
+    """The records ``rackbook check`` reads (cached on disk, read back with json) are a fresh
+    build: every per-GPU throughput point with a value, as JSON types, its basis whole; the
+    points kept for context (a prefill rate among them) are left out."""
+    from rackbook.core import basis as basis_mod
+    from rackbook.results import claim_check, evidence
+
+    doc = claim_check.build_per_gpu_points()
+    assert claim_check.published_per_gpu_points() == doc
+    assert doc["weights"] == evidence.WEIGHTS and len(doc["points"]) >= 50
+    pts = evidence.published_points()
+    per_gpu = pts["unit"].astype(str).str.endswith("tok/s/GPU")
+    context = set(pts.loc[per_gpu & (pts["role"] == "context"), "id"])
+    assert "figures:vllm-blog-gb200.prefill-per-gpu" in context
+    ids = [p["id"] for p in doc["points"]]
+    assert len(ids) == len(set(ids)) and not context & set(ids)
+    assert set(pts.loc[per_gpu & (pts["role"] != "context"), "id"]) == set(ids)
+    for p in doc["points"]:
+        assert set(p) == {*claim_check._POINT_FIELDS, "basis"}
+        assert p["unit"].endswith("tok/s/GPU") and p["role"] in ("measurement", "analogue")
+        assert type(p["value"]) is float and math.isfinite(p["value"])
+        assert type(p["verified"]) is bool and (p["gpus"] is None or type(p["gpus"]) is int)
+        assert basis_mod.Basis(**p["basis"]).model == p["model"]
+    assert any(p["gpus"] is None for p in doc["points"])
