@@ -893,3 +893,48 @@ def test_a_physics_reading_without_reason_or_margin_is_its_verdict():
     assert cc.conclude(su, _su(physics={"basis": "X-Y"})).sentences[0] == (
         "As X-Y, 826 tok/s is physically possible: why."  # only ";" and "|" drop a basis
     )
+
+
+_RUN = {"verdict": "consistent", "margin": "+1 %"}
+
+
+@pytest.mark.parametrize(
+    ("published", "run", "finding"),
+    [
+        (  # a ruled-out basis never places the figure, even with a placing verdict
+            {"by_basis": [{"name": "a", "verdict": "within", "ruled_out": "x"},
+                          {"name": "b", "verdict": "below", "margin": "0.5x"}]}, _RUN,
+            "Impossible as \u201ca\u201d. Below every published like-for-like measurement "
+            "(0.5x). Measured on B300 GPUs here, it holds (+1 %).",
+        ),
+        (  # only named bases are named
+            {"verdict": "within", "by_basis": [{"verdict": "within", "margin": "1x"},
+                                               {"name": "b", "verdict": "within"}]}, None,
+            "Physically possible: why. As \u201cb\u201d, within the published like-for-like "
+            "measurements (1x). Not tested on B300 GPUs here.",
+        ),
+        (  # one basis: nothing to tell apart, not named
+            {"verdict": "within", "by_basis": [{"name": "a", "verdict": "within",
+                                                "margin": "1x"}]}, None,
+            "Physically possible: why. Within the published like-for-like measurements (1x). "
+            "Not tested on B300 GPUs here.",
+        ),
+        (  # a ceiling without a GPU is "the" ceiling
+            {"by_basis": [{"name": "a", "verdict": "none published", "ruled_out": "x",
+                           "ruled_by": {"ratio": 2.0, "limit": "compute"}},
+                          {"name": "b", "verdict": "none published"}]}, None,
+            "Impossible as \u201ca\u201d (2x the compute ceiling).",
+        ),
+    ],
+)  # fmt: skip
+def test_the_published_placing_names_the_bases_that_place_it(published, run, finding):
+    s = cc.summarize(load_claims().get(SU), _su(published=published, run=run))
+    assert s.finding == finding
+
+
+def test_a_summary_without_a_physics_or_published_reading_still_has_a_word():
+    su = load_claims().get(SU)
+    without_physics = cc.summarize(su, _su()[1:])
+    assert (without_physics.word, without_physics.grade) == ("unsettled", "very low")
+    only_physics = cc.summarize(su, _su()[:1])
+    assert (only_physics.word, only_physics.finding) == ("plausible", "Physically possible: why.")
