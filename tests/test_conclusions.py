@@ -938,3 +938,34 @@ def test_a_summary_without_a_physics_or_published_reading_still_has_a_word():
     assert (without_physics.word, without_physics.grade) == ("unsettled", "very low")
     only_physics = cc.summarize(su, _su()[:1])
     assert (only_physics.word, only_physics.finding) == ("plausible", "Physically possible: why.")
+
+
+def test_a_claim_without_hardware_whose_bases_physics_rules_out_names_the_ceiling():
+    """Issue 39: a claim that states no hardware (decode-parity's gap) with a basis ruled out
+    read "the decode ceiling"; the landing's summary raised IndexError."""
+    c = load_claims().get("decode-parity.gap")
+    rs = [
+        {"claim_id": c.id, "reading": "physics", "verdict": "undetermined",
+         "on_bases": [{"name": "per GPU", "ratio": 3.94, "ceiling": "decode ceiling"},
+                      {"name": "a", "verdict": "possible", "tok_s_per_gpu": 10.0},
+                      {"name": "b", "verdict": "possible", "tok_s_per_gpu": 2000.0}]},
+        {"claim_id": c.id, "reading": "published", "verdict": "none published",
+         "by_basis": [{"name": "a", "verdict": "none published", "ruled_out": "x"},
+                      {"name": "b", "verdict": "none published"}]},
+    ]  # fmt: skip
+    s = cc.summarize(c, rs)
+    assert (s.word, s.grade) == ("depends on what is counted", "very low")
+    assert s.finding == (
+        "Impossible as per GPU (3.94x the decode ceiling) but possible as a (10 per GPU) but "
+        "possible as b (2,000 per GPU)."
+    )
+
+
+def test_near_points_decide_an_unsettled_finding_in_place_of_nothing_published():
+    near = {"points": ["a", "b"], "verified": True, "ratio_low": 1.2, "ratio_high": 1.5}
+    rs = _su(physics={"verdict": "undetermined"}, published={"near": near})
+    s = cc.summarize(load_claims().get(SU), rs)
+    assert (s.word, s.finding) == (
+        "unsettled",
+        "Physics does not settle it: why. The claim is 1.2x to 1.5x the 2 near published points.",
+    )
