@@ -969,3 +969,66 @@ def test_near_points_decide_an_unsettled_finding_in_place_of_nothing_published()
         "unsettled",
         "Physics does not settle it: why. The claim is 1.2x to 1.5x the 2 near published points.",
     )
+
+
+def _placed_and_supported(margin="2x", run=None, physics=None):
+    """Placed above on basis "a" (``margin``); the 2 near points on a re-read basis bracket
+    the claim (0.9x to 1x): the finding's head and the supported basis, within 40 words."""
+    tv = "token value"
+    published = {
+        "verdict": "above",
+        "by_basis": [{"name": "a", "verdict": "above", "margin": margin},
+                     {"name": tv, "verdict": "none published", "conversion": "c"}],
+        "near": {"basis": tv, "points": ["p", "q"], "low": 1000.0, "high": 2000.0,
+                 "unit": "tok/s", "ratio_low": 0.9, "ratio_high": 1.0},
+    }  # fmt: skip
+    return cc.summarize(load_claims().get(SU), _su(physics, published, run)).finding
+
+
+_SUPPORTS = (
+    "the evidence supports token value: 0.9x to 1x the 2 near points (1,000 to 2,000 tok/s)."
+)
+
+
+def test_the_supported_basis_follows_the_longest_head_that_fits_in_forty_words():
+    """The placing with its margin where the whole finding keeps within 40 words (17 words
+    of margin: exactly 40), else the placing without it; a run on the claim's hardware is
+    the head where there is one; a head that never fits is cut at 40 words."""
+    head = "As \u201ca\u201d, above every published like-for-like measurement"
+    assert _placed_and_supported() == f"{head} (2x); {_SUPPORTS}"
+    at_forty = _placed_and_supported(" ".join(["w"] * 17))
+    assert cc.words(at_forty) == 40 and at_forty.startswith(f"{head} (w w")
+    assert _placed_and_supported(" ".join(["w"] * 18)) == f"{head}; {_SUPPORTS}"
+    run = {"verdict": "consistent", "margin": "+1 %"}
+    assert _placed_and_supported(run=run) == (
+        f"Measured on B300 GPUs here, it holds (+1 %); {_SUPPORTS}"
+    )
+    long = cc.summarize(
+        load_claims().get(SU),
+        _su(physics={"margin": " ".join(["m"] * 35)},
+            published={**_token_value(), "verdict": "none published", "list_price": {}}),
+    )  # fmt: skip
+    assert long.finding == (
+        f"Physically possible: {' '.join(['m'] * 35)}; the evidence supports\u2026"
+    )
+
+
+def test_a_summary_reads_readings_without_a_claim_id_as_the_claims():
+    su = load_claims().get(SU)
+    rs = [{k: v for k, v in r.items() if k != "claim_id"} for r in _su()]
+    s = cc.summarize(su, rs)
+    assert (s.claim_id, s.word, s.grade) == (SU, "plausible", "very low")
+    none = cc.summarize(su, [])
+    assert (none.claim_id, none.word) == (SU, "not run")
+    no_physics = cc.summarize(su, _su(published={"verdict": "within", "margin": "1x"})[1:])
+    assert no_physics.finding == (
+        "Within the published like-for-like measurements (1x). Not tested on B300 GPUs here."
+    )
+
+
+def test_within_words_counts_the_limit_in_and_trims_the_cut_clause():
+    text = ["one two three.", "four five six seven."]
+    assert cc.within_words(text, 7) == "one two three. four five six seven."  # 7 of 7
+    assert cc.within_words(["a b, c d."], 2) == "a b\u2026"
+    assert cc.within_words(["a BX c d."], 2) == "a BX\u2026"
+    assert cc.within_words([]) == ""
