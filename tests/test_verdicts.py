@@ -231,3 +231,21 @@ def test_attainable_of_a_figure_that_does_not_fit_has_no_expected_reading():
     assert got["text"].startswith("x: 10 output tok/s per GPU: measured kernels cannot reach")
     assert got["expected"] == dict.fromkeys(("tok_s_per_gpu", "low", "high", "ratio",
                                              "deployment"), None) | {"text": ""}  # fmt: skip
+
+
+def test_run_reading_edges_tolerance_in_whole_percent_and_the_claim_named():
+    """A tolerance is printed in whole percent (12.5 % as 12 %); |1.5 - 1.0| = 0.5 exactly is
+    within a tolerance of 0.5; an untested reading keeps the claim's id; parameters that are
+    not JSON (a path) are read as text."""
+    from pathlib import PurePosixPath
+
+    kw = dict(testable=True, what="w", run=B300_RUN, needs="n")
+    r = verdicts.run_reading("c.x", 1000.0, 1000.0, 0.125, **kw)
+    assert r.reason == "w, +0 % from the published 1,000 (tolerance 12 %)"
+    assert verdicts.within("c.x", 1.5, 1.0, 0.5, "m", "why").verdict == "consistent"
+    assert verdicts.run_reading("c.x", None, 1.0, 0.1, **kw).claim_id == "c.x"
+    assert verdicts.run_reading("c.x", 1.0, 1.0, 0.1, **{**kw, "testable": False}).claim_id == (
+        "c.x"
+    )
+    run = {**B300_RUN, "parameters": {"model": PurePosixPath("deepseek-ai/DeepSeek-V4.1-Flash")}}
+    assert verdicts.can_test(run)
