@@ -1032,3 +1032,44 @@ def test_within_words_counts_the_limit_in_and_trims_the_cut_clause():
     assert cc.within_words(["a b, c d."], 2) == "a b\u2026"
     assert cc.within_words(["a BX c d."], 2) == "a BX\u2026"
     assert cc.within_words([]) == ""
+
+
+def test_the_landing_grade_counts_a_primary_text_and_the_why_names_the_lowering_first():
+    """890 B/token (a primary text located) derived exactly and placed within published
+    points: raised to "high"; near points held back by analogue hardware and lowered by an
+    unknown basis: the why names the lowering (its reasons came in the other order)."""
+    kv = load_claims().get("context-latency.kv-bytes")
+    base = {"claim_id": kv.id, "margin": "-", "reason": "why"}
+    derived = {"value": 890, "unit": "B/token", "from": "the model card", "exact": True}
+    rs = [
+        {**base, "reading": "physics", "verdict": "possible", "derived": derived},
+        {**base, "reading": "published", "verdict": "within", "margin": "1x"},
+    ]
+    assert cc.summarize(kv, rs).grade == "high"
+    split = [{"basis": "x", "ratio_low": 2.0, "ratio_high": 3.0},
+             {"basis": "y", "ratio_low": 0.1, "ratio_high": 0.5}]  # fmt: skip
+    closest = {"kind": "near", "differing": [{"part": "hardware", "point": "GB300",
+                                              "claim": "B300"}]}  # fmt: skip
+    near = {"points": ["a", "b"], "verified": True, "per_basis": split}
+    rs = _su(published={"near": near, "closest": closest})
+    labels = [label for label, _ in cc.certainty(rs, claim_id=SU).why]
+    assert labels == ["rests on", "held back by", "lowered by"]
+    s = cc.summarize(load_claims().get(SU), rs)
+    assert s.why == "an unknown basis (the claim above every near point as x, below every one as y)"
+
+
+def test_a_difference_is_named_by_its_part_and_only_speculation_reads_simulated():
+    assert cc._difference({"part": "workload", "point": "simulated", "claim": "real"}) == (
+        "another workload (simulated, the claim real)"
+    )
+    assert cc._difference({"part": "foo", "point": "a", "claim": "b"}) == (
+        "another foo (a, the claim b)"
+    )
+
+
+def test_kernels_without_a_deployment_name_name_none():
+    su = load_claims().get(SU)
+    r = _su(physics={"attainable": {"ratio": 0.5}})[:1]
+    assert cc.conclude(su, r).sentences == (
+        "826 tok/s is physically possible: why; 0.5x what measured kernels reach.",
+    )
