@@ -1073,3 +1073,14 @@ def test_kernels_without_a_deployment_name_name_none():
     assert cc.conclude(su, r).sentences == (
         "826 tok/s is physically possible: why; 0.5x what measured kernels reach.",
     )
+
+
+def test_bases_are_named_up_to_three_then_two_and_a_count(claim):
+    q = [f"\u201c{n}\u201d" for n in "abcde"]
+    assert cc._names(list("abc")) == f"{q[0]}, {q[1]} or {q[2]}"
+    assert cc._names(list("abcde")) == f"{q[0]}, {q[1]} or 3 other bases"
+    assert cc._names(list("ab")) == f"{q[0]} or {q[1]}"
+    c = cc.conclude(claim, _readings())
+    assert (c.claim_id, c.result, c.figure, c.statement) == (
+        CLAIM, "rack-scaling", "954,000 tok/s", claim.statement,
+    )  # fmt: skip
