@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -1074,3 +1075,384 @@ def test_the_check_carries_what_it_read():
     assert (
         fp4.work.kv_dtype == "fp4" and fp8.ceilings[2].tok_s_per_gpu < fp4.ceilings[2].tok_s_per_gpu
     )
+
+
+def test_workload_basis_keeps_what_the_flags_state_and_marks_the_rest_unknown():
+    """Sizes below one token or not finite are not stated (``None``); sizes round to whole
+    tokens; an engine of blanks is unknown; a speculation word other than none / real /
+    simulated is a draft method (real speculation); a cached share of 0 counts no prefix."""
+    from rackbook.results import claim_check
+
+    b = claim_check.workload_basis(
+        "DeepSeek-V4.1-Flash", "GB300", 8, "total", 1000.5, 0.5, 0.25, math.inf,
+        engine="  vLLM 0.11 ", speculation=" EAGLE ",
+    )  # fmt: skip
+    assert (b.tokens, b.isl, b.osl, b.concurrency, b.cached_share) == (
+        "input incl. cached+output", 1000, None, None, 0.25,
+    )  # fmt: skip
+    assert (b.engine, b.speculation, b.spec_method) == ("vLLM 0.11", "real", "eagle")
+    assert (b.gpu_count, b.per, b.metric, b.statistic) == (8, "GPU", "throughput", "rate")
+    assert (b.workload, b.serving, b.model, b.hardware) == (
+        "unknown", "unknown", "DeepSeek-V4.1-Flash", "GB300",
+    )  # fmt: skip
+    assert claim_check.basis_text(b) == (
+        "throughput; input incl. cached+output tokens; per GPU (deployment, 8 GPUs); workload "
+        "unknown; speculation real (eagle); statistic rate; DeepSeek-V4.1-Flash; GB300; vLLM 0.11"
+    )
+    b = claim_check.workload_basis(
+        "m", "g", 8, "output", 1.0, math.nan, 0.9, 1.49, engine="  ", speculation="Simulated"
+    )
+    assert (b.tokens, b.isl, b.osl, b.concurrency, b.engine) == ("output", 1, None, 1, "unknown")
+    assert (b.speculation, b.spec_method) == ("simulated", None)
+    b = claim_check.workload_basis("m", "g", 8, "total", None, None, 0.0, None, speculation="none")
+    assert (b.tokens, b.cached_share, b.speculation, b.spec_method) == (
+        "input+output", 0.0, "none", None,
+    )  # fmt: skip
+    assert claim_check.basis_text(b).endswith(
+        "speculation none; statistic rate; m; g; engine not stated"
+    )
+    b = claim_check.workload_basis("m", "g", 8, "total", None, None, None, None)
+    assert (b.speculation, b.spec_method, b.cached_share) == ("unknown", None, None)
+
+
+def test_a_published_point_reads_as_one_line():
+    from rackbook.results import claim_check
+
+    p = dict(value=1234567.891, unit="tok/s", model="M", hardware="H", mismatch="like for like")
+    assert claim_check.point_text(p | dict(gpus=None, ratio=None, url="u")) == (
+        "1.23457e+06 tok/s (M, H, ? GPUs): figure no ratio; like for like; u"
+    )
+    assert claim_check.point_text(p | dict(value=0.5, gpus=4.0, ratio=2.5, url="u")) == (
+        "0.5 tok/s (M, H, 4 GPUs): figure 2.5x; like for like; u"
+    )
+
+
+@pytest.mark.parametrize(
+    ("per", "gpus", "of", "text"),
+    [
+        (None, 1, "gpu", "per GPU (one GPU: per GPU and in total agree)"),
+        ("gpu", 1, "gpu", "per GPU (--per gpu)"),
+        ("gpu", 8, "gpu", "per GPU (--per gpu)"),
+        ("total", 1, "total", "in total over 1 GPUs (--per total)"),
+        ("total", 8, "total", "in total over 8 GPUs (--per total)"),
+        (None, 2, "total", "in total over 2 GPUs (assumed: --per not given;"),
+    ],
+)
+def test_per_reads_several_gpus_as_their_total_unless_told(per, gpus, of, text):
+    import argparse
+
+    from rackbook.results import claim_check
+
+    args = argparse.Namespace(per=per, gpus=gpus)
+    assert claim_check.per_of(args) == of
+    assert claim_check.per_text(args, gpus).startswith(text)
+
+
+_RACK = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", "954000", "--per", "total"]
+_TOTAL = [*_RACK, "--counted", "total", "--isl", "8192", "--osl", "1024"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "assumed", "second_line_tail"),
+    [
+        (  # nothing stated but the sizes: each default named
+            [],
+            [
+                "phase mixed (--phase not given)",
+                "no input cached (--cached-share not given; 'unknown' for the threshold)",
+                "decode context ISL + OSL / 2 = 8,704 tokens",
+                "no speculative decoding (--tokens-per-step 1)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share 0 % (assumed), concurrency not given",
+        ),
+        (  # prefill: no decode context, no speculation assumed
+            ["--phase", "prefill"],
+            [
+                "no input cached (--cached-share not given; 'unknown' for the threshold)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share 0 % (assumed), concurrency not given",
+        ),
+        (  # everything stated but the phase
+            ["--cached-share", "0.5", "--concurrency", "4608", "--kv-dtype", "fp8",
+             "--precision", "fp8", "--tokens-per-step", "2", "--context", "9000"],
+            ["phase mixed (--phase not given)"],
+            "cached share 50 %, concurrency 4,608",
+        ),
+        (
+            ["--cached-share", "unknown"],
+            [
+                "phase mixed (--phase not given)",
+                "decode context ISL + OSL / 2 = 8,704 tokens",
+                "no speculative decoding (--tokens-per-step 1)",
+                "KV cache stored in fp4 (the narrowest; --kv-dtype)",
+                "weights at fp4 experts, fp8 dense (as published: the only format listed) "
+                "(--precision)",
+            ],
+            "cached share unknown (readings at 0 %), concurrency not given",
+        ),
+    ],
+)  # fmt: skip
+def test_each_default_the_check_took_is_named(run_cli, extra, assumed, second_line_tail):
+    """Each default ``rackbook check`` took for a flag left out, printed and in the JSON; the
+    cached share said as assumed, as given, or as unknown (read at the threshold)."""
+    code, out, _ = run_cli("check", *_TOTAL, *extra, "--json")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == (
+        "954,000 total tok/s in total over 72 GPUs (--per total): 13,250.0 per GPU"
+    )
+    assert lines[1].endswith(second_line_tail)
+    assert [x.removeprefix("  assumed: ") for x in lines if x.startswith("  assumed: ")] == assumed
+    phys = json.loads(lines[-1])["physics"]
+    assert phys["assumed"] == assumed and phys["per"] == "total" and phys["per_assumed"] is False
+
+
+def test_the_printed_ceilings_say_whether_the_figure_fits(run_cli):
+    """One GB300 holding no weights' share: the capacity line says "fits"; one H200 cannot hold
+    297.2 GB of weights: "does not fit", the physics line names the limit."""
+
+    def lines(*argv: str) -> list[str]:
+        code, out, _ = run_cli("check", *argv)
+        assert code == 0
+        return out.splitlines()
+
+    rack = lines(*_TOTAL)
+    assert any(x.startswith("  memory capacity: fits  [") for x in rack)
+    assert any(x.startswith("  decode compute: 201,422 tok/s/GPU  [") for x in rack)
+    one = lines("--model", V41, "--gpu", "h200", "--gpus", "1", "--tok-s", "10")
+    assert any(
+        x.startswith("  memory capacity: does not fit  [the weights do not fit") for x in one
+    )
+    assert "  expected: none: the figure does not fit" in one
+    assert "  attainable: none: the figure does not fit" in one
+    assert one[-1] == "this run: untested (no trace given (--trace DIR))"
+    physics = next(x for x in one if x.startswith("physics: "))
+    assert physics.startswith("physics: impossible (the weights do not fit")
+    assert physics.endswith("; limit: memory capacity (weights))")
+
+
+_FIXTURE = Path(__file__).parent / "fixtures" / "vllm-bench-v41-flash" / "synthetic-c8.json"
+
+
+@pytest.fixture(scope="module")
+def declared_trace(tmp_path_factory):
+    """The synthetic vLLM benchmark (32 requests, 2,048 output tokens in 6.451855 s) imported
+    as run on 4 B300: 317.43 output tok/s, 79.357 per GPU; and imported without ``--gpu``."""
+    from rackbook.cli import main
+
+    root = tmp_path_factory.mktemp("declared")
+    assert main(["import", "vllm-bench", str(_FIXTURE), "-o", str(root / "t"), "--gpu", "b300",
+                 "--gpus", "4"]) == 0  # fmt: skip
+    assert main(["import", "vllm-bench", str(_FIXTURE), "-o", str(root / "u")]) == 0
+    return root
+
+
+PER_GPU = 2048 / 6.451855 / 4  # 79.357 output tok/s per GPU
+
+
+@pytest.mark.parametrize(
+    ("model", "counted", "claimed", "verdict", "reason"),
+    [
+        ("DeepSeek V4.1_Flash", "output", PER_GPU, "consistent",  # the model's name normalised
+         "output 79.4 tok/s per GPU at point synthetic-c8, +0 % from the figure's 79.36 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 0.9001, "consistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, -10 % from the figure's 88.16 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 0.8999, "inconsistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, -10 % from the figure's 88.18 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 1.0999, "consistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, +10 % from the figure's 72.15 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "output", PER_GPU / 1.1001, "inconsistent",
+         "output 79.4 tok/s per GPU at point synthetic-c8, +10 % from the figure's 72.14 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4.1-flash", "total", PER_GPU, "inconsistent",  # 34,816 tokens counted
+         "total 1,349.1 tok/s per GPU at point synthetic-c8, +1600 % from the figure's 79.36 "
+         "(tolerance 10 %)"),
+        ("deepseek-v4-flash", "output", PER_GPU, "untested",
+         "recorded on 4 x B300 (declared at import) (output 79.4 tok/s per GPU at point "
+         "synthetic-c8); the claim needs a recording of deepseek-v4-flash on b300"),
+    ],
+)  # fmt: skip
+def test_this_run_reads_the_top_rate_against_the_figure(
+    declared_trace, model, counted, claimed, verdict, reason
+):
+    """The this-run reading: the trace's highest rate per GPU of the counted tokens against
+    the figure, within 10 % (``REL_TOL``) consistent; another model untested, naming the
+    hardware the trace declares."""
+    from rackbook.results import claim_check
+
+    got = claim_check.this_run(str(declared_trace / "t"), model, "b300", counted, claimed)
+    assert got == {"verdict": verdict, "reason": reason}
+
+
+def test_this_run_without_a_gpu_count_or_a_trace_is_untested(declared_trace):
+    from rackbook.results import claim_check
+
+    bare = str(declared_trace / "u")
+    assert claim_check.this_run(bare, "deepseek-v4.1-flash", "b300", "output", PER_GPU) == {
+        "verdict": "untested",
+        "reason": f"{bare}: no point with a GPU count and output tokens (rackbook import "
+        "vllm-bench FILE -o DIR --gpu ID --gpus N declares the GPUs a benchmark ran on)",
+    }
+    assert claim_check.this_run(None, "m", "g", "output", 1.0) == {
+        "verdict": "untested", "reason": "no trace given (--trace DIR)"
+    }  # fmt: skip
+
+
+def _record(wb, pid, value, role="measurement", verified=True, **changes):
+    """One published per-GPU point as ``rackbook check`` stores it (JSON), of basis ``wb``
+    stated (with ``changes``)."""
+    from dataclasses import asdict
+
+    stated = {"speculation": "none", "workload": "fixed lengths", "serving": "aggregated"}
+    b = wb.replace(**(stated | changes))
+    return {
+        "id": pid, "value": value, "unit": "output tok/s/GPU", "model": b.model,
+        "hardware": b.hardware, "gpus": b.gpu_count, "url": f"https://x.test/{pid}",
+        "verified": verified, "role": role, "basis": asdict(b),
+    }  # fmt: skip
+
+
+def test_published_points_rank_like_for_like_then_verified_then_nearest(monkeypatch):
+    """1,000 tok/s per GPU on 72 GB300 against five stored points: the like-for-like verified
+    measurement (1,200: serving is named, never deciding) decides and comes first; then the
+    one not verified first-hand, then the analogue (one part further); another model (4) and
+    another GPU count (2, at 0 tok/s: no ratio) are further still. Without the deciding point
+    none is published and the reason names the closest."""
+    from rackbook.results import claim_check, evidence
+
+    wb = claim_check.workload_basis("deepseek-v4.1-flash", "gb300", 72, "output", *[None] * 4)
+    points = [
+        _record(wb, "a", 2000.0, role="analogue", verified=False),
+        _record(wb, "u", 1500.0, verified=False),
+        _record(wb, "m", 900.0, model="deepseek-r1"),
+        _record(wb, "z", 0.0, gpu_count=8),
+        _record(wb, "s", 1200.0, serving="disaggregated"),
+    ]
+    doc = {"points": points, "weights": evidence.WEIGHTS}
+    monkeypatch.setattr(claim_check, "published_per_gpu_points", lambda: doc)
+    r = claim_check.published_for_workload(wb, 1000.0)
+    assert (r["verdict"], r["decided_on"]) == ("below", ["s"])
+    assert [(c["url"][-1], c["mismatch"]) for c in r["closest"]] == [
+        ("s", "like for like"), ("u", "not verified first-hand"), ("a", "an analogue"),
+    ]  # fmt: skip
+    assert [c["ratio"] for c in r["closest"]] == [1000 / 1200, 1000 / 1500, 0.5]
+    assert r["reason"].startswith("1,000 output tok/s/GPU against 1 published point")
+    assert r["reason"].endswith(
+        "; closest: 1,200 output tok/s/GPU (deepseek-v4.1-flash, gb300, 72 GPUs): figure "
+        "0.833x; like for like; https://x.test/s"
+    )
+    assert r["basis"] == claim_check.basis_text(wb)
+    doc["points"] = points[:4]
+    r = claim_check.published_for_workload(wb, 1000.0)
+    assert (r["verdict"], r["decided_on"]) == ("none published", [])
+    assert r["reason"] == (
+        f"no verified published measurement of the same basis ({claim_check.basis_text(wb)}); "
+        "closest: 1,500 output tok/s/GPU (deepseek-v4.1-flash, gb300, 72 GPUs): figure 0.667x; "
+        "not verified first-hand; https://x.test/u"
+    )
+    doc["points"] = points[2:4]
+    (z, m) = claim_check.published_for_workload(wb, 1000.0)["closest"]
+    assert (z["ratio"], z["mismatch"]) == (None, "GPU count: 8 (claim: 72)")
+    assert (m["ratio"], m["mismatch"]) == (
+        1000 / 900,
+        "model: deepseek-r1 (claim: deepseek-v4.1-flash)",
+    )
+    doc["points"] = []
+    assert claim_check.published_for_workload(wb, 1000.0) == {
+        "verdict": "none published", "reason": "no published per-GPU throughput point",
+        "closest": [], "basis": claim_check.basis_text(wb),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tok_s", "verdict", "share", "kernels"),
+    [
+        (954_000, "undetermined", 0.640, " at the bound's threshold share; measured kernels "
+         "reach it from 93.4 % of the input cached"),
+        (3_000_000, "undetermined", 0.902, " at the bound's threshold share; measured kernels "
+         "do not reach it at any cached share"),
+        (13_250, "possible", 0.0, ""),  # no cache needed: no threshold to read kernels at
+        (20_000_000, "impossible", None, ""),
+    ],
+)  # fmt: skip
+def test_an_unknown_cached_share_is_read_at_the_bounds_threshold(
+    run_cli, tok_s, verdict, share, kernels
+):
+    """``--cached-share unknown`` (ISL 100k / OSL 1k, input + output per GPU on 72 GB300):
+    the physics verdict is the threshold's; where a share above 0 is needed, what measured
+    kernels reach is read at that share too."""
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "72", "--tok-s", str(tok_s), "--per",
+            "gpu", "--counted", "total", "--isl", "100000", "--osl", "1000"]  # fmt: skip
+    code, out, _ = run_cli("check", *argv, "--cached-share", "unknown", "--json")
+    p = json.loads(out.splitlines()[-1])["physics"]
+    assert code == 0 and p["verdict"] == verdict
+    got = p["threshold"]["cached_share"]
+    assert got == (None if share is None else pytest.approx(share, abs=1e-3))
+    assert p["reason"].startswith(f"{tok_s:,} tok/s: ")
+    assert (p["attainable_text"].endswith(kernels) if kernels else "threshold" not in
+            p["attainable_text"])  # fmt: skip
+    threshold = p["attainable"].get("cached_share_threshold")
+    assert (threshold is not None) == ("from 93.4 %" in kernels)
+
+
+def test_a_calibration_without_a_data_sheet_gives_no_estimate(run_cli, tmp_path):
+    """``--calibration`` of a CPU run (no data sheet): neither the attainable nor the expected
+    reading, each saying why, the calibration named; the physics reading is unchanged."""
+    from rackbook.core import calibration
+
+    cal = calibration.read_calibration()
+    run = dict(cal.run, device="cpu", gpu="some CPU", spec=None)
+    label = calibration.read_calibration(
+        calibration.write_calibration(tmp_path / "cpu", run, cal.kernels)
+    ).label
+    argv = ["--model", V41, "--gpu", "gb300", "--gpus", "4", "--tok-s", "3304", "--per", "total"]
+    code, out, _ = run_cli("check", *argv, "--concurrency", "4", "--json")
+    plain = json.loads(out.splitlines()[-1])["physics"]
+    code, out, _ = run_cli(
+        "check", *argv, "--concurrency", "4", "--calibration", str(tmp_path / "cpu"), "--json"
+    )
+    p = json.loads(out.splitlines()[-1])["physics"]
+    assert code == 0 and (p["verdict"], p["ratio"]) == (plain["verdict"], plain["ratio"])
+    assert p["attainable"] == {
+        "tok_s_per_gpu": None, "ratio": None, "deployment": None, "calibration": label,
+    }  # fmt: skip
+    assert p["expected"] == dict.fromkeys(
+        ("tok_s_per_gpu", "low", "high", "ratio", "deployment")) | {"terms": {}}  # fmt: skip
+    assert p["attainable_text"] == p["expected_text"]
+    assert p["attainable_text"].startswith("none: ") and "no data sheet" in p["attainable_text"]
+    assert plain["attainable"]["calibration"] != label and plain["expected"]["validation"]
+
+
+def test_the_stored_per_gpu_points_are_the_published_throughputs_not_context():
+    """The records ``rackbook check`` reads (cached on disk, read back with json) are a fresh
+    build: every per-GPU throughput point with a value, as JSON types, its basis whole; the
+    points kept for context (a prefill rate among them) are left out."""
+    from rackbook.core import basis as basis_mod
+    from rackbook.results import claim_check, evidence
+
+    doc = claim_check.build_per_gpu_points()
+    assert claim_check.published_per_gpu_points() == doc
+    assert doc["weights"] == evidence.WEIGHTS and len(doc["points"]) >= 50
+    pts = evidence.published_points()
+    per_gpu = pts["unit"].astype(str).str.endswith("tok/s/GPU")
+    context = set(pts.loc[per_gpu & (pts["role"] == "context"), "id"])
+    assert "figures:vllm-blog-gb200.prefill-per-gpu" in context
+    ids = [p["id"] for p in doc["points"]]
+    assert len(ids) == len(set(ids)) and not context & set(ids)
+    assert set(pts.loc[per_gpu & (pts["role"] != "context"), "id"]) == set(ids)
+    for p in doc["points"]:
+        assert set(p) == {*claim_check._POINT_FIELDS, "basis"}
+        assert p["unit"].endswith("tok/s/GPU") and p["role"] in ("measurement", "analogue")
+        assert type(p["value"]) is float and math.isfinite(p["value"])
+        assert type(p["verified"]) is bool and (p["gpus"] is None or type(p["gpus"]) is int)
+        assert basis_mod.Basis(**p["basis"]).model == p["model"]
+    assert any(p["gpus"] is None for p in doc["points"])

@@ -558,7 +558,7 @@ def _plain_finding(claim: Claim, rs: Mapping[str, Mapping[str, Any]], word: str)
     published = placed or _near_finding(pub)
     if word == "depends on what is counted":
         needs = next((b for b in phys.get("on_bases") or [] if b.get("ceiling")), None)
-        gpu = (claim.scope.hardware or " ").split()[0]
+        gpu = next(iter((claim.scope.hardware or "").split()), "")  # none: "the ceiling"
         ruling = _ruled_out(pub)
         if needs:
             ruling = _impossible([(needs["name"], needs["ratio"], gpu, needs["ceiling"])])
