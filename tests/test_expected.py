@@ -532,3 +532,30 @@ def test_for_check_derives_at_least_one_decoding_sequence() -> None:
     # without a TTFT (or a TPOT) the clients' concurrency is the batch
     assert E.for_check(c, tpot_ms=50).batch == 16 and E.for_check(c, ttft_s=2).batch == 16
     assert e.fit == E.load_fit().source and E.for_check(c, fit=BARE).fit == "prior"
+
+
+def test_dense_gemms_and_attention_by_hand_where_compute_binds(eff, gb300, flash) -> None:
+    """At 4,096 sequences on 4 GPUs the dense GEMMs outlast the dense-weight read: 2 x dense
+    parameters / tp x tokens / FLOP/s; attention is tokens x its FLOPs / tp at bf16; a prefill
+    token is 2 x the dense parameters and its attention, both at the GPU's FLOP/s."""
+    split = roofline.weight_split(flash, "decode")
+    flops = attainable.dense_flops(eff, gb300, split.dense_dtype)
+    bf16 = attainable.dense_flops(eff, gb300, "bf16")
+    stream = eff.stream * gb300.hbm_bandwidth_bytes_per_s
+    w = Workload(decode_context=10_000, verify_tokens=2, tokens_per_step=1.5)
+    a_flops = E._context(flash, 10_000.0, "decode", w.kv_dtype)[3]
+    assert a_flops > 0
+    for tp in (1, 2, 4):
+        s = E.decode_step(flash, gb300, 4, 4096, eff, BARE, w, tp=tp)
+        toks = 4096 / (4 // tp) * 2  # sequences of the busiest group x verified tokens
+        gemm = 2 * split.dense_params / tp * toks / flops
+        assert gemm > split.dense_bytes / tp / stream  # compute binds at this batch
+        assert s.parts["dense"] == pytest.approx(gemm, rel=1e-12)
+        assert s.parts["attention"] == pytest.approx(toks * a_flops / tp / bf16, rel=1e-12)
+    pre = roofline.weight_split(flash, "prefill")
+    work = Workload(prefill_prefix=100_000)
+    p = E.prefill_token(flash, gb300, 4, eff, BARE, work)
+    p_flops = E._context(flash, 100_000.0, "prefill", work.kv_dtype)[3]
+    dense = 2 * pre.dense_params / attainable.dense_flops(eff, gb300, pre.dense_dtype)
+    assert p.parts["dense"] == pytest.approx(dense, rel=1e-12)
+    assert p.parts["attention"] == pytest.approx(p_flops / bf16, rel=1e-12)
