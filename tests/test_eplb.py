@@ -446,3 +446,47 @@ def test_balanced_packing_equals_the_layer_by_layer_greedy(kind: str) -> None:
         got = eplb.balanced_packing(w, packs)
         want = _packing_layer_by_layer(w, packs)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "problem"),
+    [
+        ((256, 0, 0), "ep_size", "must be an integer >= 1, got 0"),
+        ((256, True, 0), "ep_size", "must be an integer >= 1, got True"),
+        ((256, 8.0, 0), "ep_size", "must be an integer >= 1, got 8.0"),
+        ((256, 8, -1), "redundant", "must be an integer >= 0, got -1"),
+        ((256, 8, 0, 0), "groups", "must be an integer >= 1, got 0"),
+        ((256, 8, 0, 1, 0), "nodes", "must be an integer >= 1, got 0"),
+        (
+            (256, 6, 0),
+            "ep_size",
+            "256 experts + 0 redundant = 256 physical experts do not divide evenly over 6 ranks",
+        ),
+        ((256, 8, 0, 3), "groups", "3 groups do not divide 256 experts"),
+        ((256, 2, 0, 4, 4), "nodes", "2 ranks do not divide evenly over 4 nodes"),
+    ],
+)
+def test_check_layout_refuses_by_file_field_and_problem(args, field, problem) -> None:
+    with pytest.raises(InputError) as e:
+        eplb.check_layout(*args, source="layout.yaml")
+    assert (str(e.value.file), e.value.field, e.value.problem) == ("layout.yaml", field, problem)
+
+
+def test_check_layout_accepts_each_bound_and_counts_physical_experts() -> None:
+    assert eplb.check_layout(256, 1, 0) == 256  # one rank, no redundant expert: the lows
+    assert eplb.check_layout(256, np.int64(16), 16, 1, 1) == 272  # numpy integers count
+    assert eplb.check_layout(256, 8, 0, 8, 4) == 256  # 8 ranks over 4 nodes
+    # groups not divisible by the nodes: vLLM balances globally, no node rule applies
+    assert eplb.check_layout(256, 2, 0, 2, 4) == 256
+
+
+def test_calibrate_skew_refuses_a_target_outside_skew_0_to_64_by_field() -> None:
+    kw = {"num_layers": 2, "num_experts": 16, "tokens_per_layer": 4096}
+    with pytest.raises(InputError) as above:
+        eplb.calibrate_skew(1.5, 4, **kw)
+    assert (above.value.field, above.value.problem.split(" is ")[0]) == ("target", "1.5")
+    assert "above the static balancedness at skew 0 (" in above.value.problem
+    with pytest.raises(InputError) as below:
+        eplb.calibrate_skew(0.0, 4, **kw)
+    assert below.value.field == "target"
+    assert "below the static balancedness at skew 64 (" in below.value.problem
