@@ -49,8 +49,6 @@ class Reader:
         self.buf, self.pos, self.eof = b"", 0, False
         self.lines = 0  # newlines before buf
         self.budget = int(VALUE_BUDGET_MB * 1e6)
-        # numbers the file can hold: two bytes each at least ("1,"); a gzip file: its cap
-        self.most_numbers = (cap if cap is not None else path.stat().st_size) // 2 + 1
 
     def want(self, n: int) -> int:
         while len(self.buf) - self.pos < n and not self.eof:

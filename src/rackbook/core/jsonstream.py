@@ -152,8 +152,10 @@ class _Lists(Reader):
                 parts.append(v)
                 continue
             lens.append(k)
-            if not len(out):  # room for every number the file can hold, resident as written
-                out = np.empty(max(min(c.total, self.most_numbers), total), np.float64)
+            if not len(out):  # room for every number the file can hold, resident as written:
+                # two bytes each at least ("1,"); a gzip file: its cap on what it inflates to
+                size = self.cap if self.cap is not None else self.path.stat().st_size
+                out = np.empty(max(min(c.total, size // 2 + 1), total), np.float64)
             out[total - len(v) : total] = v
         if not ragged:
             return np.concatenate(parts) if parts else np.zeros(0)
