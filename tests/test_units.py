@@ -49,3 +49,33 @@ def test_ratios_have_three_figures_and_numbers_no_exponent():
     assert ratio_text(0.0004) == "0.0004x" and ratio_text(1.0) == "1x"
     assert number(2.17367e6) == "2,173,670" and number(3.33e10) == "33,300,000,000"
     assert number(12.345) == "12.35" and number(3.3305663636e10, 3) == "33,300,000,000"
+
+
+def test_prefixes_switch_exactly_at_each_power_of_a_thousand():
+    assert fmt(999.9, "B") == "999.9 B" and fmt(1e3, "B") == "1 kB"
+    assert fmt(1e6, "B") == "1 MB" and fmt(1e12, "B") == "1 TB" and fmt(1e15, "B") == "1 PB"
+    assert fmt(-2.5e9, "B") == "-2.5 GB"  # the prefix of the magnitude
+    assert fmt(12345, "B") == "12.35 kB"  # 4 significant figures by default
+    assert fmt(123456, "B", 2) == "1.2e+02 kB"
+
+
+def test_engineering_notation_keeps_exponents_in_threes():
+    assert eng(123456) == "123.5e3" and eng(12345678, 6) == "12.3457e6"
+    assert eng(1000) == "1e3" and eng(999) == "999" and eng(1) == "1"
+    assert eng(-0.0005) == "-500e-6"  # the magnitude's exponent, rounded down to a multiple of 3
+
+
+def test_plural_of_fractions_and_irregular_nouns():
+    assert plural(1234.5, "token") == "1,234.5 tokens"
+    assert plural(1, "child", "children") == "1 child"
+
+
+def test_ratios_of_negative_numbers_and_near_the_bands():
+    assert ratio_text(-1054.2) == "-1,054x" and ratio_text(-0.0929) == "-0.093x"
+    assert ratio_text(99.94) == "99.9x"  # below 100: three figures
+    assert ratio_text(1.2345) == "1.23x" and ratio_text(0.5) == "0.5x"
+
+
+def test_numbers_below_zero_and_rounded_to_figures():
+    assert number(-2173670) == "-2,173,670" and number(-12.345) == "-12.35"
+    assert number(0.000123456) == "0.0001235" and number(987654, 1) == "1,000,000"
