@@ -6,6 +6,7 @@ error. Memory and time of large files are measured in ``benchmarks/`` (README), 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import string
@@ -416,3 +417,115 @@ def test_no_parse_holds_more_than_a_piece(tmp_path, monkeypatch):
     assert len(sizes) > 6
     assert got["itls"].values.tolist() == [v for row in d["itls"] for v in row]
     assert got["ttfts"].tolist() == d["ttfts"]
+
+
+# ------------------------------------------------------------------------ limits at their bounds
+
+
+def _load(tmp_path: Path, data: str | bytes, name: str = "x.json", **kw):
+    return jsonstream.load(_write(tmp_path, name, data), **kw)
+
+
+def _refused(tmp_path: Path, data: str | bytes, field: str, problem: str, name: str = "x.json"):
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, data, name)
+    assert str(err.value) == f"{tmp_path / name}: {field}: {problem}"
+
+
+def test_integers_at_the_number_limit_and_one_past(tmp_path):
+    assert _load(tmp_path, "[" + "1" * 100 + "]") == [int("1" * 100)]
+    assert _load(tmp_path, "-" + "9" * 99) == -int("9" * 99)  # the sign counts
+    for text in ("[" + "1" * 101 + "]", "-" + "9" * 100):
+        _refused(tmp_path, text, "-", "a number of more than 100 characters")
+
+
+def test_nesting_at_the_depth_limit_and_one_past(tmp_path):
+    assert _load(tmp_path, "[" * 64 + "]" * 64) is not None
+    deep = "[0]" * 64  # the path of the list nested too deep
+    _refused(tmp_path, "[" * 65 + "]" * 65, deep, "nested deeper than 64 levels (refused)")
+    # 64 levels counted through objects too: {"a": [{"b": [...]}]}
+    text = '{"a": [{"b": ' + "[" * 61 + "]" * 61 + "}]}"
+    assert _load(tmp_path, text) == json.loads(text)
+    text = '{"a": [{"b": ' + "[" * 62 + "]" * 62 + "}]}"
+    _refused(tmp_path, text, "a[0].b" + "[0]" * 61, "nested deeper than 64 levels (refused)")
+
+
+def test_strings_at_the_length_limit_and_one_past(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 1e-5)  # 10 characters
+    assert _load(tmp_path, '["' + "é" * 10 + '"]') == ["é" * 10]  # characters, not bytes
+    problem = "a string longer than 1e-05 MB (refused)"
+    _refused(tmp_path, '["' + "x" * 11 + '"]', "[0]", problem)
+    _refused(tmp_path, '"' + "x" * 11 + '"', "-", problem)
+    _refused(tmp_path, '{"a": [1, {"b": "' + "x" * 11 + '"}]}', "a[1].b", problem)
+
+
+def test_objects_at_the_key_limit_and_one_past(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "MAX_KEYS", 3)
+    assert _load(tmp_path, '{"a": 1, "b": 2, "c": {"d": 3}}') == {"a": 1, "b": 2, "c": {"d": 3}}
+    problem = "an object with more than 3 keys (refused)"
+    _refused(tmp_path, '{"a": 1, "b": 2, "c": 3, "d": 4}', "-", problem)
+    _refused(tmp_path, '[{"o": {"a": 1, "b": 2, "c": 3, "d": 4}}]', "[0].o", problem)
+
+
+def test_the_estimate_of_the_values_memory():
+    # bytes + 40 per item (commas + colons + 1) + 64 per list or object
+    assert jsonreader._estimate(b"[1,2,3]") == 7 + 40 * 3 + 64
+    assert jsonreader._estimate(b'{"a": [1, 2]}') == 13 + 40 * 3 + 64 * 2
+    assert jsonreader._estimate(b"7") == 1 + 40
+
+
+def test_values_at_the_memory_budget_and_one_byte_past(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 191e-6)  # [1,2,3]: 191 bytes estimated
+    assert _load(tmp_path, "[1,2,3]") == [1, 2, 3]
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 190e-6)
+    problem = "the file's values need more than 0.00019 MB of memory (refused)"
+    _refused(tmp_path, "[1,2,3]", "-", problem)
+
+
+def test_values_charged_to_the_budget_one_after_another(tmp_path, monkeypatch):
+    """A typed file's plain values are charged as read: the key "a" (3 bytes + 40), its
+    602-byte string (+ 40), the key "b" (43), then the window holding the last string and the
+    closing brace (603 + 40) must fit what is left: 1,371 bytes in all."""
+    text = '{"a":"' + "x" * 600 + '","b":"' + "y" * 600 + '"}'
+    top = {"x": jsonstream.NUMBERS}
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1371e-6)
+    assert _load(tmp_path, text, top=top) == {"a": "x" * 600, "b": "y" * 600}
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1370e-6)
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, text, top=top)
+    problem = "the file's values need more than 0.00137 MB of memory (refused)"
+    assert (err.value.field, err.value.problem) == ("b", problem)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 4 << 20])
+def test_errors_name_the_line_however_the_file_is_read(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(jsonreader, "CHUNK", chunk)
+    _refused(
+        tmp_path, '{\n"a": 1,\n"b": [1,\n2,,\n3]}', "line 4", "not valid JSON: Expecting value"
+    )
+    _refused(tmp_path, "\n\n[1 2]", "line 3", "not valid JSON: Expecting ',' delimiter")
+    _refused(tmp_path, '{\n"a": 1,\n"b": [1,\n2,\n3]', "end of file", "truncated JSON")
+    problem = "not UTF-8 text: byte 0xff (save the file as UTF-8)"
+    _refused(tmp_path, '[1,\n"\xff"]'.encode("latin-1"), "line 2", problem)
+    assert _load(tmp_path, '{\n"a": 1,\n"b": [1,\n2]}') == {"a": 1, "b": [1, 2]}
+
+
+def test_a_gzip_stream_at_its_cap_and_one_byte_past():
+    data = b"[1, 2]"
+    r = jsonreader.Reader(io.BytesIO(data), Path("x.json.gz"), len(data))
+    assert r.want(100) == len(data) and r.eof
+    r = jsonreader.Reader(io.BytesIO(data), Path("x.json.gz"), len(data) - 1)
+    with pytest.raises(InputError) as err:
+        r.want(1)
+    limit = "the limit for a gzip file; raise it with --max-input-mb"
+    assert str(err.value) == f"x.json.gz: -: decompresses to over 5e-06 MB ({limit})"
+
+
+def test_a_file_that_is_empty_binary_or_not_gzip(tmp_path):
+    assert _load(tmp_path, "\ufeff [1]") == [1]  # a byte-order mark
+    _refused(tmp_path, "", "-", "file is empty")
+    _refused(tmp_path, " \n\t\r ", "-", "file is empty")
+    _refused(tmp_path, "[1, 2]\0", "-", "not text (binary file?)")
+    _refused(tmp_path, "[1] 2", "line 1", "not valid JSON: Extra data")
+    _refused(tmp_path, b"\x1f\x8b not gzip", "-", "not a valid gzip file", "x.json.gz")
+    assert _load(tmp_path, gzip.compress(b'{"a": [1]}'), "x.json.gz") == {"a": [1]}
