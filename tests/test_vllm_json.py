@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import small_result
 
+from rackbook import limits
 from rackbook.core import importers, jsonreader, jsonstream, traces, vllm_json
 from rackbook.core.importers import vllm_bench
 from rackbook.errors import InputError
@@ -235,3 +236,131 @@ def test_a_failed_requests_partial_gaps_are_dropped_and_extra_gaps_refused(tmp_p
     assert (err.value.file, err.value.field) == (str(src), "requests.output_tokens (row 0)")
     assert "1 tokens is fewer than its 4 chunks (gaps + 1)" in str(err.value)
     assert not (tmp_path / "t2").exists()
+
+
+# ------------------------------------------------------------------------ typed lists by hand
+
+TOP = {"a": jsonstream.NUMBERS, "r": jsonstream.RAGGED, "g": jsonstream.SKIP}
+#: At most 3 entries (or lists), 2 numbers in one list, 4 numbers in all.
+SMALL = jsonstream.Counts(3, 2, 4)
+
+
+def _typed(tmp_path, text: str, counts: jsonstream.Counts = SMALL):
+    src = tmp_path / "y.json"
+    src.write_text(text)
+    out = jsonstream.load(src, TOP, counts)
+    if not isinstance(out, dict):
+        return out
+    ragged = {k: v for k, v in out.items() if isinstance(v, jsonstream.Ragged)}
+    plain = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
+    return {**plain, **{k: (v.lens.tolist(), v.values.tolist()) for k, v in ragged.items()}}
+
+
+PIECES = pytest.mark.parametrize("piece", [2, 16, 2 << 20], ids=["tiny", "small", "default"])
+
+
+@PIECES
+def test_typed_lists_at_their_bounds(tmp_path, monkeypatch, piece):
+    monkeypatch.setattr(jsonstream, "PIECE", piece)
+    got = _typed(tmp_path, '{"a": [1, 2, 3], "r": [[1, 2], [3, 4]], "g": ["x", "y"], "k": 1}')
+    assert got == {"a": [1.0, 2.0, 3.0], "r": ([2, 2], [1.0, 2.0, 3.0, 4.0]), "k": 1}
+    assert _typed(tmp_path, '{"r": [[], [1]], "a": []}') == {"r": ([0, 1], [1.0]), "a": []}
+    assert _typed(tmp_path, '{"a": 5, "r": null, "g": 5}') == {"a": 5, "r": None}  # as parsed
+    assert _typed(tmp_path, "{}") == {} and _typed(tmp_path, "[1, 2]") == [1, 2]
+    assert _typed(tmp_path, '{"r": []}') == {"r": ([], [])}
+
+
+@PIECES
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (
+            '{"a": [1, 2, 3, 4]}',
+            "a",
+            "more than 3 entries: must be at most 3 (rackbook's bound on requests)",
+        ),
+        (
+            '{"r": [[1, 2, 3]]}',
+            "r[0]",
+            "more than 2 entries: must be at most 2 (numbers of one list)",
+        ),
+        (
+            '{"r": [[1, 2], [3, 4, 5]]}',
+            "r[1]",
+            "more than 2 entries: must be at most 2 (numbers of one list)",
+        ),
+        (
+            '{"r": [[1, 2], [3, 4], [5]]}',
+            "r",
+            "more than 4 numbers in all: must be at most 4 (rackbook's bound)",
+        ),
+        (
+            '{"r": [[1], [2], [3], [4]]}',
+            "r",
+            "more than 3 lists: must be at most 3 (rackbook's bound on requests)",
+        ),
+        ('{"r": [[1, 2], [3, "x"]]}', "r[3]", "not a number"),  # counted over all values
+        ('{"r": [[1, 2], [3, [4]]]}', "r[3]", "not a number"),
+        ('{"r": [[1], 2]}', "r[1]", "must be a list of seconds"),
+        ('{"a": [1, "x"]}', "a[1]", "not a number"),
+        ('{"a": [1, true]}', "a[1]", "not a number"),
+        ('{"r": [[1],]}', "line 1", "not valid JSON: Expecting value"),
+        ("{1: 2}", "line 1", "not valid JSON: Expecting property name enclosed in double quotes"),
+        ('{"a" 1}', "line 1", "not valid JSON: Expecting ':' delimiter"),
+        ('{"a": 1 "b": 2}', "line 1", "not valid JSON: Expecting ',' delimiter"),
+    ],
+)
+def test_typed_lists_refused_by_field_and_problem(
+    tmp_path, monkeypatch, piece, text, field, problem
+):
+    monkeypatch.setattr(jsonstream, "PIECE", piece)
+    with pytest.raises(InputError) as err:
+        _typed(tmp_path, text)
+    assert (err.value.field, err.value.problem) == (field, problem)
+
+
+def test_lists_named_by_row_and_entry_without_a_flat_index(tmp_path):
+    counts = jsonstream.Counts(3, 2, 4, "layers", False, "not a row")
+    for text, field, problem in (
+        ('{"r": [[1, 2], [3, "x"]]}', "r[1][1]", "not a number"),
+        ('{"r": [[1], 2]}', "r[1]", "not a row"),
+        (
+            '{"a": [1, 2, 3, 4]}',
+            "a",
+            "more than 3 entries: must be at most 3 (rackbook's bound on layers)",
+        ),
+    ):
+        with pytest.raises(InputError) as err:
+            _typed(tmp_path, text, counts)
+        assert (err.value.field, err.value.problem) == (field, problem)
+
+
+@PIECES
+def test_a_dense_ragged_list_fills_the_room_the_file_allows(tmp_path, monkeypatch, piece):
+    """Two bytes a number ("1,"): the room for values is about half the file's bytes."""
+    monkeypatch.setattr(jsonstream, "PIECE", piece)
+    rows = [[1] * 9] * 40
+    counts = jsonstream.Counts(100, 9, 10_000)  # the file, not the bound, sets the room
+    assert _typed(tmp_path, json.dumps({"r": rows}, separators=(",", ":")), counts) == {
+        "r": ([9] * 40, [1.0] * 360)
+    }
+
+
+def test_load_detailed_at_the_bounds_and_one_past(tmp_path, monkeypatch):
+    for key, value in (("requests", 3), ("context", 2), ("gaps", 3)):
+        monkeypatch.setitem(limits.BOUNDS, key, value)
+    d = {"input_lens": [1, 2, 3], "itls": [[0.5, 0.25], [1], []], "generated_texts": ["a"] * 3}
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(d))
+    got = vllm_json.load_detailed(src)
+    assert got["input_lens"].tolist() == [1.0, 2.0, 3.0] and "generated_texts" not in got
+    assert (got["itls"].lens.tolist(), got["itls"].values.tolist()) == ([2, 1, 0], [0.5, 0.25, 1.0])
+    for edit, field, problem in (
+        ({"input_lens": [1, 2, 3, 4]}, "input_lens", "more than 3 entries"),
+        ({"itls": [[0.5, 0.25, 1]]}, "itls[0]", "more than 2 entries"),
+        ({"itls": [[0.5, 0.25], [1, 1]]}, "itls", "more than 3 numbers in all"),
+    ):
+        src.write_text(json.dumps({**d, **edit}))
+        with pytest.raises(InputError) as err:
+            vllm_json.load_detailed(src)
+        assert (err.value.field, err.value.problem.split(":")[0]) == (field, problem)
