@@ -529,3 +529,26 @@ def test_a_file_that_is_empty_binary_or_not_gzip(tmp_path):
     _refused(tmp_path, "[1] 2", "line 1", "not valid JSON: Extra data")
     _refused(tmp_path, b"\x1f\x8b not gzip", "-", "not a valid gzip file", "x.json.gz")
     assert _load(tmp_path, gzip.compress(b'{"a": [1]}'), "x.json.gz") == {"a": [1]}
+
+
+def test_values_cut_at_every_place_by_the_parse_window(tmp_path):
+    """A plain value is parsed from a window of 512 bytes, then 1,024, ...: wherever its end
+    falls (in a string, after a comma, inside a number), it reads as Python's json reads it."""
+    shapes = (
+        '{"k": "%s", "b": [1, 2.5e3, {"c": null}], "d": 1.0e5, "e": "tail"}',
+        '["%s", 1.0e5, 12345, true, false, null, "t"]',
+    )
+    for n in range(470, 540):
+        for shape in shapes:
+            text = shape % ("x" * n)
+            assert _load(tmp_path, text) == json.loads(text), (n, shape)
+    # a number longer than the first window: 1.000...0e5, not the 1.0 of its first 512 bytes
+    assert _load(tmp_path, "[1." + "0" * 600 + "e5]") == [100000.0]
+
+
+def test_errors_past_the_first_window_name_their_line(tmp_path):
+    for n in range(160, 180):  # "1,\n" is 3 bytes: the error near byte 512 of the window
+        _refused(
+            tmp_path, "[" + "1,\n" * n + ",]", f"line {n + 1}", "not valid JSON: Expecting value"
+        )
+        _refused(tmp_path, "[" + "1,\n" * n + '"a', "end of file", "truncated JSON")
