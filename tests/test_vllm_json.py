@@ -4,6 +4,7 @@ and the same one-line error, however the file is cut into pieces and buffers."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -341,9 +342,13 @@ def test_a_dense_ragged_list_fills_the_room_the_file_allows(tmp_path, monkeypatc
     monkeypatch.setattr(jsonstream, "PIECE", piece)
     rows = [[1] * 9] * 40
     counts = jsonstream.Counts(100, 9, 10_000)  # the file, not the bound, sets the room
-    assert _typed(tmp_path, json.dumps({"r": rows}, separators=(",", ":")), counts) == {
-        "r": ([9] * 40, [1.0] * 360)
-    }
+    text = json.dumps({"r": rows}, separators=(",", ":"))
+    assert _typed(tmp_path, text, counts) == {"r": ([9] * 40, [1.0] * 360)}
+    # a gzip file: the room is what it may inflate to, not its (much smaller) size
+    src = tmp_path / "y.json.gz"
+    src.write_bytes(gzip.compress(text.encode()))
+    got = jsonstream.load(src, TOP, counts)["r"]
+    assert (got.lens.tolist(), got.values.tolist()) == ([9] * 40, [1.0] * 360)
 
 
 def test_load_detailed_at_the_bounds_and_one_past(tmp_path, monkeypatch):
