@@ -483,17 +483,18 @@ def test_values_at_the_memory_budget_and_one_byte_past(tmp_path, monkeypatch):
 
 
 def test_values_charged_to_the_budget_one_after_another(tmp_path, monkeypatch):
-    """A typed file's plain values are charged as read: the key "a" (3 bytes + 40), its
-    602-byte string (+ 40), the key "b" (43), then the window holding the last string and the
-    closing brace (603 + 40) must fit what is left: 1,371 bytes in all."""
-    text = '{"a":"' + "x" * 600 + '","b":"' + "y" * 600 + '"}'
-    top = {"x": jsonstream.NUMBERS}
-    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1371e-6)
+    """A typed file's plain values are charged as read: the key "g" (3 bytes + 40), its skipped
+    value 7 nothing, the key "a" (43), its 602-byte string (+ 40), the key "b" (43), then the
+    window holding the last string and the closing brace (603 + 40) must fit what is left:
+    1,414 bytes in all."""
+    text = '{"g":7,"a":"' + "x" * 600 + '","b":"' + "y" * 600 + '"}'
+    top = {"g": jsonstream.SKIP, "x": jsonstream.NUMBERS}
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1414e-6)
     assert _load(tmp_path, text, top=top) == {"a": "x" * 600, "b": "y" * 600}
-    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1370e-6)
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1413e-6)
     with pytest.raises(InputError) as err:
         _load(tmp_path, text, top=top)
-    problem = "the file's values need more than 0.00137 MB of memory (refused)"
+    problem = "the file's values need more than 0.001413 MB of memory (refused)"
     assert (err.value.field, err.value.problem) == ("b", problem)
 
 
@@ -552,3 +553,65 @@ def test_errors_past_the_first_window_name_their_line(tmp_path):
             tmp_path, "[" + "1,\n" * n + ",]", f"line {n + 1}", "not valid JSON: Expecting value"
         )
         _refused(tmp_path, "[" + "1,\n" * n + '"a', "end of file", "truncated JSON")
+
+
+def test_strings_and_budget_at_a_megabyte(tmp_path, monkeypatch):
+    """The limits in MB are 10^6: a string of 1,000,000 characters passes 1 MB, one more does
+    not; a value estimated at 1,000,000 bytes passes a 1 MB budget, 1,000,001 does not."""
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 1.0)
+    assert len(_load(tmp_path, '"' + "x" * 1_000_000 + '"')) == 1_000_000
+    problem = "a string longer than 1 MB (refused)"
+    _refused(tmp_path, '"' + "x" * 1_000_001 + '"', "-", problem)
+    _refused(tmp_path, '[1, "' + "x" * 1_000_001 + '"]', "[1]", problem)
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 16.0)
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 1.0)
+    text = '"' + "x" * (1_000_000 - 42) + '"'  # its bytes + 40
+    assert len(_load(tmp_path, text)) == 1_000_000 - 42
+    problem = "the file's values need more than 1 MB of memory (refused)"
+    _refused(tmp_path, '"' + "x" * (1_000_001 - 42) + '"', "-", problem)
+
+
+def test_a_string_at_the_top_at_its_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 1e-5)
+    assert _load(tmp_path, '"' + "x" * 10 + '"') == "x" * 10
+
+
+def test_a_bare_number_longer_than_the_first_window(tmp_path, monkeypatch):
+    assert _load(tmp_path, "1." + "0" * 600 + "e5") == 100000.0
+    monkeypatch.setattr(jsonreader, "CHUNK", 1)  # the window filled exactly, not at the end
+    assert _load(tmp_path, "[1." + "0" * 600 + "e5]") == [100000.0]
+    assert _load(tmp_path, "1." + "0" * 600 + "e5") == 100000.0
+
+
+def test_reads_are_of_at_most_a_chunk(monkeypatch):
+    sizes: list[int] = []
+
+    class Recorded(io.BytesIO):
+        def read(self, n=-1):
+            sizes.append(n)
+            return super().read(n)
+
+    monkeypatch.setattr(jsonreader, "CHUNK", 4)
+    r = jsonreader.Reader(Recorded(b"[1, 2, 3, 4]"), Path("x.json"), None)
+    assert r.want(10) == 12 and r.buf == b"[1, 2, 3, 4]" and not r.eof
+    assert sizes == [4, 4, 4]
+
+
+def test_only_the_first_64_kib_are_searched_for_a_nul_byte(tmp_path):
+    _refused(tmp_path, b'["' + b"x" * 65533 + b'\0"]', "-", "not text (binary file?)")
+    with pytest.raises(InputError) as err:  # byte 65,536: a JSON error
+        _load(tmp_path, b'["' + b"x" * 65534 + b'\0"]')
+    assert err.value.field == "line 1"
+    assert err.value.problem.startswith("not valid JSON: Invalid control character")
+
+
+def test_utf8_errors_named_by_line_and_byte(tmp_path):
+    problem = "not UTF-8 text: byte 0x{:02x} (save the file as UTF-8)"
+    _refused(tmp_path, b'[1,\n2,\n"\xff"]', "line 3", problem.format(0xFF))
+    _refused(tmp_path, b'["a\xc3', "line 1", problem.format(0xC3))  # cut in a character
+
+
+def test_a_folder_is_not_a_json_file(tmp_path):
+    with pytest.raises(InputError) as err:
+        jsonstream.load(tmp_path)
+    assert str(err.value) == f"{tmp_path}: -: is a folder, expected a JSON file"

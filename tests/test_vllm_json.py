@@ -369,3 +369,58 @@ def test_load_detailed_at_the_bounds_and_one_past(tmp_path, monkeypatch):
         with pytest.raises(InputError) as err:
             vllm_json.load_detailed(src)
         assert (err.value.field, err.value.problem.split(":")[0]) == (field, problem)
+
+
+@PIECES
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ('{"r": [[1], ', "end of file", "truncated JSON"),
+        ('{"r": [[1], ]}', "line 1", "not valid JSON: Expecting value"),
+        # read list by list (a string in it): the first list's bound is its own
+        (
+            '{"r": [[1, 2, 3], ["x"]]}',
+            "r[0]",
+            "more than 2 entries: must be at most 2 (numbers of one list)",
+        ),
+        ('{"a": 1,\n"k": {"x":\n,}}', "line 3", "not valid JSON: Expecting value"),
+    ],
+)
+def test_typed_lists_cut_or_read_one_by_one(tmp_path, monkeypatch, piece, text, field, problem):
+    monkeypatch.setattr(jsonstream, "PIECE", piece)
+    with pytest.raises(InputError) as err:
+        _typed(tmp_path, text)
+    assert (err.value.field, err.value.problem) == (field, problem)
+
+
+def test_nesting_in_typed_files_at_the_limit(tmp_path):
+    """A top-level key's value is at depth 1, an entry of a typed list at depth 2: 64 levels
+    in all, counted the same for kept, typed and skipped values."""
+    nest = lambda n: "[" * n + "]" * n  # noqa: E731
+    assert _typed(tmp_path, '{"k": ' + nest(63) + "}") == {"k": json.loads(nest(63))}
+    assert _typed(tmp_path, '{"g": [1, ' + nest(62) + "], " + '"k": 1}') == {"k": 1}
+    assert _typed(tmp_path, '{"g": {"x": ' + nest(62) + "}, " + '"k": 1}') == {"k": 1}
+    deep = "nested deeper than 64 levels (refused)"
+    for text, field in (
+        ('{"k": ' + nest(64) + "}", "k" + "[0]" * 63),
+        ('{"g": [1, ' + nest(63) + "]}", "g" + "[0]" * 62),
+        ('{"g": {"x": ' + nest(63) + "}}", "g.x" + "[0]" * 62),
+        ('{"a": [1, ' + nest(63) + "]}", "a[1]" + "[0]" * 62),
+    ):
+        with pytest.raises(InputError) as err:
+            _typed(tmp_path, text)
+        assert (err.value.field, err.value.problem) == (field, deep), text[:12]
+    with pytest.raises(InputError) as err:  # a list 62 deep in a list of numbers
+        _typed(tmp_path, '{"a": [1, ' + nest(62) + "]}")
+    assert (err.value.field, err.value.problem) == ("a[1]", "not a number")
+
+
+def test_skipped_values_are_read_uncharged_but_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "VALUE_BUDGET_MB", 0.001)  # 1,000 bytes
+    big = '"' + "x" * 3000 + '"'
+    for text in ('{"g": [1, ' + big + ', 2], "k": 1}', '{"g": ' + big + ', "k": 1}'):
+        assert _typed(tmp_path, text) == {"k": 1}
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 1e-3)  # 1,000 characters
+    with pytest.raises(InputError) as err:  # read one by one: not a list of strings only
+        _typed(tmp_path, '{"g": [1, ' + big + ", 2]}")
+    assert (err.value.field, err.value.problem) == ("g", "a string longer than 0.001 MB (refused)")
