@@ -74,6 +74,7 @@ def test_ratios_of_negative_numbers_and_near_the_bands():
     assert ratio_text(-1054.2) == "-1,054x" and ratio_text(-0.0929) == "-0.093x"
     assert ratio_text(99.94) == "99.9x"  # below 100: three figures
     assert ratio_text(1.2345) == "1.23x" and ratio_text(0.5) == "0.5x"
+    assert ratio_text(0.9999) == "1x"  # three decimals all zero: no point left
 
 
 def test_numbers_below_zero_and_rounded_to_figures():
