@@ -102,12 +102,16 @@ def test_label_and_family_rows_sorted_by_size() -> None:
         [0, 1],
     )
     assert cal.family("expert_gemm")["seconds"].tolist() == [2.0, 3.0, 1.0]  # stable on ties
+    assert list(fp8.columns) == _COLS  # the index dropped, not kept as a column
     assert cal.family("dense_gemm").empty
 
 
 def test_a_shape_timed_twice_is_refused_by_its_row() -> None:
-    rows = [("hbm_read", "bf16", 8, 1.0, 8.0, None)] * 2 + [("hbm_read", "bf16", 8, 1.0, 8.0, None)]
-    rows[1] = ("hbm_read", "fp8", 8, 1.0, 8.0, None)
+    rows = [
+        ("hbm_read", "bf16", 8, 1.0, 8.0, None),
+        ("hbm_read", "fp8", 8, 1.0, 8.0, None),
+        ("hbm_read", "bf16", 8, 2.0, 8.0, None),  # the first shape again, another time
+    ]
     with pytest.raises(InputError) as err:
         calibration._conform(_kernels(rows), "c")
     assert str(err.value) == "c: kernels: row 2 repeats a family, dtype and size"
@@ -230,7 +234,7 @@ _REF = {
     "sparse_attention": [{"pool_rows": 50, "us": 2.0}],
     "gpu": "G",
     "nvidia_smi": "G, 580.1, 1980 MHz",
-    "what": "One G (torch 2.1.0+a, driver 5; torch 2.11.0+cu130), at",
+    "what": "One G (torch 2.1.0+a; torch 2.11.0+cu130, nccl 3+x, 2.5 GHz), at",
     "spec_H200": {"hbm_TBps": 4.8, "bf16_dense_TFLOPs": 989, "fp8_dense_TFLOPs": 1979, "x": 1},
     "method": {"timing": "t"},
     "repeatability": "Agreed.",
@@ -245,13 +249,13 @@ def test_from_reference_by_hand() -> None:
         ("hbm_read", "bf16", 1000, 1000 / 2e12, 1000.0, nan),
         ("hbm_copy", "bf16", 1000, 2000 / 4e12, 2000.0, nan),
         ("dense_gemm", "bf16", 10, 2000 / 1e12, nan, 2000.0),  # 2 n^3 FLOP
-        ("expert_gemm", "fp8", 2, 5e-6, per_expert * 1.0, 2.0 * 2 * per_expert),
-        ("expert_gemm", "bf16", 1, 10e-6, per_expert * 2.0, 2.0 * per_expert),
-        ("indexer_scan", "bf16", 100, 3e-6, 400.0, nan),
-        ("sparse_attention", "bf16", 50, 2e-6, nan, nan),
+        ("expert_gemm", "fp8", 2, 5.0 * 1e-6, per_expert * 1.0, 2.0 * 2 * per_expert),
+        ("expert_gemm", "bf16", 1, 10.0 * 1e-6, per_expert * 2.0, 2.0 * per_expert),
+        ("indexer_scan", "bf16", 100, 3.0 * 1e-6, 400.0, nan),
+        ("sparse_attention", "bf16", 50, 2.0 * 1e-6, nan, nan),
     ]
     want_k = _kernels(want).astype({"size": "int64"})
-    pd.testing.assert_frame_equal(k, want_k, check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(k, want_k, check_exact=True)
     assert run["versions"] == {"torch": "2.11.0+cu130", "driver": "580.1", "cuda": None}
     assert run["spec"] == {"hbm_TBps": 4.8, "bf16_dense_TFLOPs": 989, "fp8_dense_TFLOPs": 1979}
     assert (run["content"], run["kind"], run["device"]) == ("calibration", "published", "cuda")
@@ -269,14 +273,17 @@ def test_from_reference_by_hand() -> None:
     run, _ = calibration.from_reference(bare, "b")
     assert run["versions"] == {"torch": None, "driver": "570.9", "cuda": None}
     assert run["notes"].endswith("rackbook calibrate: no versions ")
-    del bare["nvidia_smi"]
-    assert calibration.from_reference(bare, "b")[0]["versions"]["driver"] is None
+    del bare["nvidia_smi"], bare["what"]
+    run, _ = calibration.from_reference(bare, "b")
+    assert run["versions"]["driver"] is None and run["hardware"] == ""
+    assert run["notes"].endswith("not a run of rackbook calibrate:  ")
 
 
 def _compared(tolerance: float = calibration.TOLERANCE) -> pd.DataFrame:
     ref = _kernels(
         [
             ("hbm_read", "bf16", 1000, 1.0, 4e12, None),  # 4 TB/s
+            ("hbm_copy", "bf16", 1000, 2.0, 4e12, None),  # 2 TB/s, not measured
             ("dense_gemm", "bf16", 10, 2.0, None, 2e12),  # 1 TFLOP/s
             ("expert_gemm", "fp8", 2, 3.0, 10.0, 20.0),  # 3,000,000 us
             ("indexer_scan", "bf16", 100, 1e-6, 400.0, None),  # 1 us, not measured
@@ -295,14 +302,16 @@ def _compared(tolerance: float = calibration.TOLERANCE) -> pd.DataFrame:
 
 def test_compare_by_hand() -> None:
     t = _compared()
-    assert t["unit"].tolist() == ["TB/s", "TFLOP/s", "us", "us"]
-    assert t["reference"].tolist() == [4.0, 1.0, 3e6, 1.0]
-    assert t["measured"].tolist()[:3] == [2.0, 1.0, 2e6] and math.isnan(t["measured"][3])
-    assert t["ratio"].tolist()[:3] == [0.5, 1.0, 1.5] and math.isnan(t["ratio"][3])
-    assert t["flagged"].tolist() == [True, False, True, True]
-    assert t["size"].tolist() == [1000, 10, 2, 100] and t["family"][0] == "hbm_read"
+    assert t["unit"].tolist() == ["TB/s", "TB/s", "TFLOP/s", "us", "us"]
+    assert t["reference"].tolist() == [4.0, 2.0, 1.0, 3e6, 1.0]
+    nan = [math.isnan(x) for x in t["measured"]]
+    assert nan == [False, True, False, False, True] == [math.isnan(x) for x in t["ratio"]]
+    assert t["measured"][[0, 2, 3]].tolist() == [2.0, 1.0, 2e6]
+    assert t["ratio"][[0, 2, 3]].tolist() == [0.5, 1.0, 1.5]
+    assert t["flagged"].tolist() == [True, True, False, True, True]
+    assert t["size"].tolist() == [1000, 1000, 10, 2, 100] and t["family"][1] == "hbm_copy"
     # exactly at the tolerance: not flagged
-    assert _compared(0.5)["flagged"].tolist() == [False, False, False, True]
+    assert _compared(0.5)["flagged"].tolist() == [False, True, False, False, True]
 
 
 def test_compare_lines_by_hand() -> None:
@@ -310,15 +319,70 @@ def test_compare_lines_by_hand() -> None:
         "figure                                reference     measured   ratio",
         "hbm_read bf16 1,000                           4            2   0.500 TB/s"
         "  <-- off by > 15%",
+        "hbm_copy bf16 1,000                           2 not measured       - TB/s"
+        "  <-- not measured",
         "dense_gemm bf16 10                            1            1   1.000 TFLOP/s",
         "expert_gemm fp8 2                         3e+06        2e+06   1.500 us  <-- off by > 15%",
         "indexer_scan bf16 100                         1 not measured       - us  <-- not measured",
-        "1 of 4 figures within 15% of the reference; 3 flagged",
+        "1 of 5 figures within 15% of the reference; 4 flagged",
     ]
     lines = calibration.compare_lines(_compared(0.5), 0.5)
     assert lines[1].endswith("0.500 TB/s") and lines[-1] == (
-        "3 of 4 figures within 50% of the reference; 1 flagged"
+        "3 of 5 figures within 50% of the reference; 2 flagged"
     )
-    assert calibration.compare_lines(_compared(0.5).iloc[:3], 0.5)[-1] == (
+    assert calibration.compare_lines(_compared(0.5).iloc[[0, 2, 3]], 0.5)[-1] == (
         "3 of 3 figures within 50% of the reference"
     )
+
+
+def _refused(call) -> InputError:
+    with pytest.raises(InputError) as err:
+        call()
+    return err.value
+
+
+def test_every_refusal_names_the_file_it_read(tmp_path) -> None:
+    cal = calibration.read_calibration()
+    bad = cal.kernels.copy()
+    bad.loc[3, "family"] = "warp"
+    rule = "kernels.family"
+    assert _refused(lambda: calibration.validate(cal.run, bad, "w")).file == "w"
+    err = _refused(lambda: calibration.validate(cal.run, cal.kernels.drop(columns="seconds"), "w"))
+    assert str(err) == "w: kernels.seconds: missing column"
+    out = tmp_path / "out"
+    err = _refused(lambda: calibration.write_calibration(out, cal.run, bad))
+    assert (err.file, err.field) == (str(out), rule) and not out.exists()
+    # a folder: run.json's problems name run.json, the table's name kernels.parquet
+    folder = tmp_path / "c"
+    calibration.write_calibration(folder, cal.run, cal.kernels)
+    bad.to_parquet(folder / "kernels.parquet")
+    err = _refused(lambda: calibration.read_calibration(folder))
+    assert (err.file, err.field) == (str(folder / "kernels.parquet"), rule)
+    run_json = folder / "run.json"
+    run_json.write_text(json.dumps({**cal.run, "device": "tpu"}))
+    err = _refused(lambda: calibration.read_calibration(folder))
+    assert str(err) == f"{run_json}: run.json.device: 'tpu' is not one of cuda, cpu"
+    run_json.write_text(json.dumps({k: v for k, v in cal.run.items() if k != "gpu"}))
+    err = _refused(lambda: calibration.read_calibration(folder))
+    assert str(err) == f"{run_json}: run.json.gpu: missing required field"
+    # a --save-json file
+    saved = tmp_path / "s.json"
+    rows = json.loads(bad.to_json(orient="records"))
+    saved.write_text(json.dumps({"run": cal.run, "kernels": rows}))
+    err = _refused(lambda: calibration.read_saved(saved))
+    assert (err.file, err.field) == (str(saved), rule)
+    saved.write_text(json.dumps({"run": cal.run, "kernels": [[1, 2]]}))
+    assert _refused(lambda: calibration.read_saved(saved)).file == str(saved)
+
+
+def test_a_written_calibration_is_marked_and_zstd_compressed(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    cal = calibration.read_calibration()
+    out = calibration.write_calibration(tmp_path / "c", cal.run, cal.kernels)
+    marker = (out / ".rackbook-output").read_text().splitlines()
+    head = "Written by rackbook calibrate. rackbook replaces or deletes only the"
+    assert marker[:2] == ["rackbook output: calibration", head]
+    meta = pq.ParquetFile(out / "kernels.parquet").metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    calibration.write_calibration(out, cal.run, cal.kernels)  # its own folder: replaced

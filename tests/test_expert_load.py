@@ -36,7 +36,8 @@ def test_lists_become_a_layers_by_experts_array():
     assert got.dtype == np.float64 and got.tolist() == [[1.0, 2.5], [3.0, 4.0]]
     assert as_loads([1, 2]).tolist() == [[1.0, 2.0]]  # a flat list: one layer
     assert as_loads((0, 0)).tolist() == [[0.0, 0.0]]  # zero tokens are counts too
-    assert as_loads(np.array([3, 4], dtype=np.int32)).tolist() == [[3.0, 4.0]]
+    ints = as_loads(np.array([3, 4], dtype=np.int32))
+    assert ints.dtype == np.float64 and ints.tolist() == [[3.0, 4.0]]
 
 
 @pytest.mark.parametrize(
@@ -118,6 +119,7 @@ def test_a_json_file_read_into_layers(tmp_path):
         ({"loads": [[]]}, "loads", "expected shape (layers, experts), got (1, 0)"),
         ({"loads": [1, 2]}, "loads[0]", "expected a list of per-layer lists"),
         ({"loads": [[1, 2], [3, -4]]}, "loads[1][1]", "negative token count -4"),
+        ({"loads": [[1, 2], [3, "x"]]}, "loads[1][1]", "not a number"),  # by row and entry
     ],
 )
 def test_json_files_refused_by_file_field_and_problem(tmp_path, obj, field, problem):
@@ -128,6 +130,17 @@ def test_json_files_refused_by_file_field_and_problem(tmp_path, obj, field, prob
 def test_a_missing_file_is_named(tmp_path):
     p = tmp_path / "none.json"
     _refused(lambda: read_loads(p), p, "-", "file not found")
+    _refused(
+        lambda: read_loads(tmp_path), tmp_path, "-", "is a folder, expected a JSON or Parquet file"
+    )
+
+
+def test_json_layers_bounded(tmp_path, monkeypatch):
+    monkeypatch.setitem(limits.BOUNDS, "layers", 2)
+    assert read_loads(_json(tmp_path, {"loads": [[1], [2]]})).shape == (2, 1)
+    p = _json(tmp_path, {"loads": [[1], [2], [3]]})
+    problem = "more than 2 lists: must be at most 2 (rackbook's bound on layers)"
+    _refused(lambda: read_loads(p), p, "loads", problem)
 
 
 def _parquet(tmp_path: Path, df: pd.DataFrame, name: str = "l.parquet") -> Path:

@@ -38,6 +38,14 @@ def test_repository_and_home_paths_are_rewritten(monkeypatch):
     assert repo_relative("/usr//lib") == "/usr//lib"  # a home of "/" is not rewritten
 
 
+def test_a_repository_reached_by_a_link_is_rewritten_by_both_paths(tmp_path, monkeypatch):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setattr(provenance, "ROOT", tmp_path / "link")
+    assert repo_relative(f"{real}/x and {tmp_path}/link/y") == "$REPO/x and $REPO/y"
+
+
 def test_scrub_rewrites_every_string_of_a_copy():
     root = str(ROOT)
     obj = {"a": [f"{root}/x", (f"{root}/y", 3)], "b": None, "c": 1.5, f"{root}/k": True}
@@ -51,13 +59,18 @@ def test_scrub_files_rewrites_text_artifacts_only(tmp_path):
     files = {
         "a.json": b'{"p": "' + root + b'/x"}',
         "sub/b.log": b"\xff not UTF-8, at " + root + b"\n",
-        "c.txt": b"nothing to rewrite",
+        "c.txt": b"at " + root,
+        "e.txt": b"nothing to rewrite",
         "d.csv": root + b"/x",
     }
     for name, data in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
-    assert scrub_files(tmp_path) == [tmp_path / "a.json", tmp_path / "sub" / "b.log"]
+    assert scrub_files(tmp_path) == [
+        tmp_path / "a.json",
+        tmp_path / "c.txt",
+        tmp_path / "sub" / "b.log",
+    ]
     assert (tmp_path / "a.json").read_bytes() == b'{"p": "$REPO/x"}'
     assert (tmp_path / "sub" / "b.log").read_bytes() == b"\xff not UTF-8, at $REPO\n"
     assert (tmp_path / "d.csv").read_bytes() == root + b"/x"
