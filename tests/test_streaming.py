@@ -523,7 +523,7 @@ def test_a_gzip_stream_at_its_cap_and_one_byte_past():
 
 
 def test_a_file_that_is_empty_binary_or_not_gzip(tmp_path):
-    assert _load(tmp_path, "\ufeff [1]") == [1]  # a byte-order mark
+    assert _load(tmp_path, "\ufeff[1]") == [1]  # a byte-order mark
     _refused(tmp_path, "", "-", "file is empty")
     _refused(tmp_path, " \n\t\r ", "-", "file is empty")
     _refused(tmp_path, "[1, 2]\0", "-", "not text (binary file?)")
@@ -603,6 +603,9 @@ def test_only_the_first_64_kib_are_searched_for_a_nul_byte(tmp_path):
         _load(tmp_path, b'["' + b"x" * 65534 + b'\0"]')
     assert err.value.field == "line 1"
     assert err.value.problem.startswith("not valid JSON: Invalid control character")
+    # past the first 64 KiB a NUL byte is an unexpected character like any other
+    _refused(tmp_path, b" " * 65536 + b"\0", "line 1", "not valid JSON: Expecting value")
+    _refused(tmp_path, b'["' + b"x" * 70000 + b'"]\0', "line 1", "not valid JSON: Extra data")
 
 
 def test_utf8_errors_named_by_line_and_byte(tmp_path):
@@ -615,3 +618,34 @@ def test_a_folder_is_not_a_json_file(tmp_path):
     with pytest.raises(InputError) as err:
         jsonstream.load(tmp_path)
     assert str(err.value) == f"{tmp_path}: -: is a folder, expected a JSON file"
+
+
+def test_lines_counted_across_refills_of_a_typed_file(tmp_path, monkeypatch):
+    """A file over 64 KiB read 1,000 bytes at a time: the lines of the values already read
+    are counted as the buffer moves on."""
+    monkeypatch.setattr(jsonreader, "CHUNK", 1000)
+    text = "{\n" + "".join(f'"k{i}": {i},\n' for i in range(8000)) + '"bad": [1,,2]}'
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, text, top={"x": jsonstream.NUMBERS})
+    assert (err.value.field, err.value.problem) == ("line 8002", "not valid JSON: Expecting value")
+
+
+def test_a_number_cut_by_a_full_window_past_64_kib(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonreader, "CHUNK", 4096)  # the window of 65,536 bytes filled exactly
+    assert _load(tmp_path, "1." + "0" * 70000 + "e5") == 100000.0
+
+
+def test_a_long_key_and_a_deep_list_in_a_typed_file(tmp_path, monkeypatch):
+    top = {"a": jsonstream.NUMBERS}
+    deep = "[" * 100_000 + "]" * 100_000  # past the parser's recursion: read one by one
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, '{"a": [1, ' + deep + "]}", top=top, counts=jsonstream.Counts(3, 2, 4))
+    assert (err.value.field, err.value.problem) == (
+        "a[1]",
+        "nested deeper than 64 levels (refused)",
+    )
+    monkeypatch.setattr(jsonreader, "MAX_STRING_MB", 1e-5)
+    assert _load(tmp_path, '{"' + "k" * 10 + '": 1}', top=top) == {"k" * 10: 1}
+    with pytest.raises(InputError) as err:
+        _load(tmp_path, '{"' + "k" * 11 + '": 1}', top=top)
+    assert (err.value.field, err.value.problem) == ("-", "a string longer than 1e-05 MB (refused)")

@@ -265,6 +265,8 @@ def test_typed_lists_at_their_bounds(tmp_path, monkeypatch, piece):
     monkeypatch.setattr(jsonstream, "PIECE", piece)
     got = _typed(tmp_path, '{"a": [1, 2, 3], "r": [[1, 2], [3, 4]], "g": ["x", "y"], "k": 1}')
     assert got == {"a": [1.0, 2.0, 3.0], "r": ([2, 2], [1.0, 2.0, 3.0, 4.0]), "k": 1}
+    src = tmp_path / "y.json"  # numbers as float64, whole or not
+    assert jsonstream.load(src, TOP, SMALL)["a"].dtype == np.float64
     assert _typed(tmp_path, '{"r": [[], [1]], "a": []}') == {"r": ([0, 1], [1.0]), "a": []}
     assert _typed(tmp_path, '{"a": 5, "r": null, "g": 5}') == {"a": 5, "r": None}  # as parsed
     assert _typed(tmp_path, "{}") == {} and _typed(tmp_path, "[1, 2]") == [1, 2]
