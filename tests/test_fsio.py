@@ -260,14 +260,13 @@ def test_problem_says_what_differs_from_the_marker(tmp_path):
     assert fsio.problem(root) == (
         f"holds 'sub/h', which rackbook did not write (not in its {fsio.MARKER})"
     )
-    listed = {"a": ["x"]}
+    listed = {"a": ["f", 0, hashlib.sha256(b"").hexdigest()]}
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "a").write_text("")
-    os.chmod(tmp_path / "x" / "a", 0)
-    assert fsio.problem(tmp_path / "x", {"a": ["f", 0, hashlib.sha256(b"").hexdigest()]}) is None
-    os.mkfifo(tmp_path / "x" / "b")
+    assert fsio.problem(tmp_path / "x", listed) is None
+    os.mkfifo(tmp_path / "x" / "b")  # unreadable as a file: never what rackbook wrote
     assert fsio.problem(tmp_path / "x", {**listed, "b": ["x"]}) == (
-        "'a' is not what rackbook wrote there (changed or replaced since)"
+        "'b' is not what rackbook wrote there (changed or replaced since)"
     )
 
 
@@ -345,9 +344,8 @@ def test_check_output_refuses_by_field(tmp_path):
     e = _refusal(fsio.check_new_file, tmp_path / "link", "--save")
     assert e.problem.endswith("(name the file it points to, or another)")
     os.symlink(tmp_path / "absent", tmp_path / "dangling")
-    assert _refusal(fsio.check_new_file, tmp_path / "dangling").problem.startswith(
-        "is a symbolic link"
-    )
+    e = _refusal(fsio.check_new_file, tmp_path / "dangling")
+    assert e.field == "output" and e.problem.startswith("is a symbolic link")
     e = _refusal(fsio.check_output_folder, tmp_path / "file" / "a" / "b", "-o")
     assert (e.file, e.field) == (str(tmp_path / "file" / "a" / "b"), "-o")
     assert e.problem == f"{tmp_path / 'file'} is a file, not a folder"
@@ -511,14 +509,24 @@ def test_remove_temporaries_beside_chosen_entries(tmp_path):
     (root / ".a.11111111.old" / "x").write_text("")
     (root / ".b.00000000.tmp").write_text("")
     (root / ".c.00000000.tmp").write_text("")  # beside nothing listed: not rackbook's to remove
-    fsio.remove_temporaries(root, ["a"])
+    fsio.remove_temporaries(root, ["b"])  # the ones beside a, listed first, are passed over
     assert sorted(p.name for p in root.iterdir()) == sorted(
-        [fsio.MARKER, ".b.00000000.tmp", ".c.00000000.tmp", "a", "b"]
+        [fsio.MARKER, ".a.00000000.tmp", ".a.11111111.old", ".c.00000000.tmp", "a", "b"]
     )
     fsio.remove_temporaries(root)
     assert sorted(p.name for p in root.iterdir()) == sorted(
         [fsio.MARKER, ".c.00000000.tmp", "a", "b"]
     )
+
+
+def test_pending_covers_what_lies_under_a_pattern():
+    assert fsio._pending("traces/x", ["traces/x"])
+    assert fsio._pending("traces/x/r.parquet", ["traces/x"])  # under a pending folder
+    assert fsio._pending("a b/c", ["a b"])
+    assert fsio._pending("traces/x/r.parquet", ["traces/?"])
+    assert not fsio._pending("traces", ["traces/x"])
+    assert not fsio._pending("traces/y/r.parquet", ["traces/x"])
+    assert not fsio._pending("a", [])
 
 
 def test_remove_takes_files_links_and_folders(tmp_path):
@@ -532,7 +540,7 @@ def test_remove_takes_files_links_and_folders(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_update_manifest_relists_and_marks_pending(tmp_path):
+def test_update_manifest_relists_and_marks_pending(tmp_path, monkeypatch):
     root = tmp_path / "r"
     root.mkdir()
     (root / "a").write_bytes(b"")
@@ -558,7 +566,15 @@ def test_update_manifest_relists_and_marks_pending(tmp_path):
                                          "x*": ["p"]}  # fmt: skip
     (root / "a").unlink()
     (root / "ab").write_text("")
+    real, locks = fsio.atomic_write_text, []
+
+    def write(path, data, field="output"):  # what the manifest's writer holds as it writes
+        locks.append(sorted(p.name for p in Path(path).parent.parent.glob("*.rackbook-lock")))
+        return real(path, data, field)
+
+    monkeypatch.setattr(fsio, "atomic_write_text", write)
     fsio.update_manifest(root, record=["a"])
+    assert locks == [[".r.manifest.rackbook-lock"]]
     assert "a" not in fsio.read_marker(root)[1] and "ab" not in fsio.read_marker(root)[1]
     assert not fsio.lock_path(root, "manifest").exists()
     (tmp_path / "plain").mkdir()

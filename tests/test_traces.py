@@ -4,6 +4,7 @@ coerced to their schema's exact dtypes or refused naming the column, and run.jso
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -970,6 +971,23 @@ def test_check_row_counts_at_the_bounds(tmp_path, monkeypatch):
     assert _refusal(traces.read_trace, out, itl=False).problem == e.problem  # counted first
 
 
+def test_a_read_without_gaps_at_the_bound_does_not_count_them(tmp_path, monkeypatch):
+    """At the requests bound a read with ``itl=False`` leaves the gap table unread: its row
+    count (here one more than the 6 tokens) is only compared on a read with gaps or past it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = traces.write_trace(tmp_path / "t", _trace())
+    table = pa.table({"request_row": [0] * 7, "itl_s": [0.1] * 7})
+    pq.write_table(table, out / "itl.parquet")
+    monkeypatch.setitem(limits.BOUNDS, "requests", 3)
+    assert len(traces.read_trace(out, itl=False).requests) == 3
+    e = _refusal(traces.read_trace, out)
+    assert e.problem.startswith("7 gap rows for 3 requests that generated 6 tokens")
+    monkeypatch.setitem(limits.BOUNDS, "requests", 2)
+    assert _refusal(traces.read_trace, out, itl=False).field == "-"
+
+
 def _with_tokens(tmp_path, outputs, gaps):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -1053,6 +1071,30 @@ def test_iter_table_refuses_by_column_and_row(tmp_path):
     assert e.file == str(folder / "itl.parquet") and e.problem.startswith("unreadable Parquet")
 
 
+def test_iter_table_names_a_page_it_cannot_read(tmp_path):
+    """The footer reads, a data page does not: the error comes while the rows are read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "itl.parquet"
+    rows = np.arange(1000)
+    pq.write_table(pa.table({"request_row": rows, "itl_s": rows / 1e3}), f, compression="none")
+    at = pq.ParquetFile(f).metadata.row_group(0).column(1).dictionary_page_offset
+    data = bytearray(f.read_bytes())
+    data[at : at + 16] = b"\xff" * 16
+    f.write_bytes(bytes(data))
+    assert traces.table_rows(tmp_path, "itl") == 1000
+    e = _refusal(lambda: list(traces.iter_table(tmp_path, "itl", ["itl_s"])))
+    assert (e.file, e.field) == (str(f), "-") and e.problem.startswith("unreadable Parquet: ")
+
+
+def test_iter_table_encodes_a_text_column_stored_as_numbers(tmp_path):
+    folder = _table(tmp_path, "points", point_id=[8, 16, 8])
+    ((_, cols),) = traces.iter_table(folder, "points", ["point_id"])
+    codes, values = cols["point_id"]
+    assert codes.tolist() == [0, 1, 0] and values == ["8", "16"] and codes.dtype == np.int32
+
+
 def test_iter_table_nullable_floats_keep_nan(tmp_path):
     folder = _table(tmp_path, "requests", start_time_s=[0.0, None, 2.0], ttft_s=[1, 2, 3])
     ((_, cols),) = traces.iter_table(folder, "requests", ["start_time_s", "ttft_s"])
@@ -1068,6 +1110,15 @@ def test_iter_table_nullable_floats_keep_nan(tmp_path):
 def test_read_ahead_keeps_order_and_raises_in_place():
     assert list(traces._read_ahead(iter(range(7)), depth=3)) == list(range(7))
     assert list(traces._read_ahead(iter([]))) == []
+    assert list(traces._read_ahead(iter([1, None, 0, 2]))) == [1, None, 0, 2]  # no end marker
+    names = []
+
+    def named():
+        names.append(threading.current_thread().name)
+        yield 1
+
+    assert list(traces._read_ahead(named())) == [1]
+    assert names[0].startswith("rackbook-read-ahead")
 
     def failing():
         yield 1
@@ -1089,21 +1140,25 @@ def test_keep_rows_renumbers_gaps():
     assert kept.itl["request_row"].tolist() == [0, 0] and kept.itl["itl_s"].tolist() == [0.2, 0.29]
     assert kept.itl.index.tolist() == [0, 1] and kept.itl["request_row"].dtype == np.int64
     assert kept.points is t.points and kept.run is t.run
+    assert list(kept.itl.columns) == ["request_row", "itl_s"]
+    assert list(kept.requests.columns) == list(t.requests.columns)
     kept = traces.keep_rows(t, np.array([True, False, True]), pd.Series([True, False]))
     assert kept.itl["request_row"].tolist() == [0, 0] and kept.itl["itl_s"].tolist() == [0.2, 0.25]
     assert kept.points["point_id"].tolist() == ["p8"] and kept.points.index.tolist() == [0]
+    assert list(kept.points.columns) == list(t.points.columns)
     t.itl = t.itl.iloc[:0]
     assert len(traces.keep_rows(t, np.array([True, True, False])).itl) == 0
 
 
 def test_concat_moves_gap_rows_and_merges_extra_tables():
     a, b = traces.validate(_trace()), traces.validate(_trace())
-    b.extra = {"other": pd.DataFrame({"x": [1]})}
+    b.extra["other"] = pd.DataFrame({"x": [1]})
     t = traces.concat([a, b], {"kind": "merged"})
     assert t.run == {"kind": "merged"} and len(t.requests) == 6 and len(t.points) == 4
     assert t.requests.index.tolist() == list(range(6))
     assert t.itl["request_row"].tolist() == [0, 0, 1, 1, 3, 3, 4, 4]
-    assert list(t.extra) == ["server_metrics", "other"] and len(t.extra["server_metrics"]) == 2
+    assert list(t.extra) == ["server_metrics", "other"]
+    assert t.extra["server_metrics"].index.tolist() == [0, 1, 2, 3]
     assert t.itl.index.tolist() == list(range(8))
 
 
@@ -1118,6 +1173,7 @@ def test_point_batch_and_ranks():
     assert traces.point_batch(pts).tolist() == [4, 16, 10, pd.NA]
     assert traces.point_batch(pts).dtype == "Int64"
     assert traces.point_decode_ranks(pts).tolist() == [1, 4, 4, 2]
+    assert traces.point_decode_ranks(pts).dtype == "Int64"
     assert traces.point_rank_batch(pts).tolist() == [4, 4, pd.NA, pd.NA]
     assert traces.point_rank_batch(pts).dtype == "Int64"
     no_ranks = pts.drop(columns="decode_ranks")
