@@ -422,6 +422,8 @@ def test_atomic_write_text_bytes_and_json(tmp_path):
         fsio.atomic_write_json(tmp_path / "nan.json", {"x": float("nan")})
     e = _refusal(fsio.atomic_write_json, tmp_path / "new", {}, "--save-json")
     assert (e.field, e.problem) == ("--save-json", "is a folder, expected a file")
+    assert _refusal(fsio.atomic_write_json, tmp_path / "new", {}).field == "output"
+    assert _refusal(fsio.atomic_write_text, tmp_path / "new", "").field == "output"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "j.json", "new"]
     assert [p.name for p in (tmp_path / "new").iterdir()] == ["t.txt"]
 

@@ -872,6 +872,8 @@ def test_to_arrow_declared_types_and_others_inferred():
     assert arrow.column("mine").null_count == 1
     b = traces.to_arrow(pd.DataFrame({"success": [1, 0]}), schema.REQUESTS)
     assert str(b.schema.types[0]) == "bool"
+    nan = traces.to_arrow(pd.DataFrame({"start_time_s": [0.0, np.nan]}), schema.REQUESTS)
+    assert nan.column("start_time_s").null_count == 1  # NaN stored as null, as pandas means it
 
 
 def test_write_trace_refuses_without_writing(tmp_path):
@@ -888,6 +890,15 @@ def test_write_trace_refuses_without_writing(tmp_path):
     assert _where(e) == (str(good), "output", "a trace exists there: refusing to replace it")
     assert sorted(p.name for p in good.iterdir()) == files
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]
+    again = _trace()
+    again.requests = again.requests.assign(scenario=["z", "z", "z"])
+    assert traces.write_trace(good, again) == good  # replaced: overwrite is the default
+    assert traces.read_table(good, "requests")["scenario"].tolist() == ["z", "z", "z"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("")
+    e = _refusal(traces.write_trace, mine, t)  # the folder is refused before the values
+    assert (e.field, e.problem[:20]) == ("output", "holds 'notes.txt' an")
     (tmp_path / "res").mkdir()
     from rackbook.core import fsio
 
