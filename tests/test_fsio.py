@@ -830,6 +830,22 @@ def test_a_parts_lock_cleans_its_folders_temporaries(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".tt.abcd1234.tmp"]
 
 
+def test_the_journal_of_a_long_or_undecodable_name(tmp_path):
+    """The lock's own name says whose temporaries it journals, however long the name; a
+    name no codec writes is journaled and read back byte for byte."""
+    long = "a-folder-named-at-length"
+    (tmp_path / f".{long}.abcd1234.tmp").write_text("")
+    (tmp_path / f".{long}.rackbook-lock").write_text(f"1\ntmp .{long}.abcd1234.tmp")
+    with fsio.output_lock(tmp_path / long):
+        pass
+    odd = os.fsdecode(b"t\xff")
+    (tmp_path / f".{odd}.abcd1234.tmp").write_text("")
+    (tmp_path / f".{odd}.rackbook-lock").write_bytes(b"1\ntmp .t\xff.abcd1234.tmp")
+    with fsio.output_lock(tmp_path / odd):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_temporaries_are_journaled_under_an_exclusive_lock_only(tmp_path):
     lock = tmp_path / ".t.rackbook-lock"
     with fsio.output_lock(tmp_path / "t"):

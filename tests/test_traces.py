@@ -1191,3 +1191,19 @@ def test_point_batch_and_ranks():
     assert traces.point_decode_ranks(no_ranks).tolist() == [1, 1, 1, 1]
     assert traces.point_decode_ranks(no_ranks).dtype == "Int64"
     assert traces.point_rank_batch(no_ranks).tolist() == [4, 16, 10, pd.NA]
+
+
+def test_check_consistency_sums_one_gap_and_skips_none():
+    """Row 0: one gap over a 0.125 s window, exactly 5 % + 0.01 s = 0.01625 s short (in
+    floating point too); row 1 succeeded without gaps (a one-token request): not summed."""
+    req = pd.DataFrame(
+        {"point_id": ["p", "p"], "success": [True, True], "output_tokens": [2.0, 1.0],
+         "start_time_s": [0.0, 0.0], "ttft_s": [0.0, 0.0], "e2el_s": [0.125, 1.0]}
+    )  # fmt: skip
+    pts = pd.DataFrame({"point_id": ["p"], "duration_s": [10.0]})
+    at_limit = pd.DataFrame({"request_row": [0], "itl_s": [0.10875]})
+    traces.check_consistency(req, at_limit, pts, "w")
+    past = pd.DataFrame({"request_row": [0], "itl_s": [0.10874]})
+    e = _refusal(traces.check_consistency, req, past, pts, "w")
+    assert e.field == "itl.itl_s (request row 0)"
+    assert e.problem.startswith("the request's gaps add up to 0.10874 s, its e2el_s - ttft_s")
