@@ -125,6 +125,10 @@ def test_a_signal_between_the_two_renames_of_a_swap_leaves_the_new_folder_only(
 ABC_SHA = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
+def _where(e: InputError) -> tuple[str, str, str]:
+    return e.file, e.field, e.problem
+
+
 def _refusal(call, *args, **kwargs) -> InputError:
     with pytest.raises(InputError) as exc:
         call(*args, **kwargs)
@@ -334,7 +338,7 @@ def test_check_output_refuses_by_field(tmp_path):
     assert (e.file, e.field) == (str(tmp_path / "file"), "-o")
     assert e.problem == "exists and is a file, expected a folder"
     e = _refusal(fsio.check_new_file, tmp_path / "dir", "--save")
-    assert (e.field, e.problem) == ("--save", "is a folder, expected a file")
+    assert _where(e) == (str(tmp_path / "dir"), "--save", "is a folder, expected a file")
     e = _refusal(fsio.check_output_folder, tmp_path / "link", "-o")
     assert (e.file, e.field) == (str(tmp_path / "link"), "-o")
     assert e.problem == (
@@ -428,6 +432,21 @@ def test_atomic_write_text_bytes_and_json(tmp_path):
     assert [p.name for p in (tmp_path / "new").iterdir()] == ["t.txt"]
 
 
+def test_a_file_is_written_beside_itself_then_renamed(tmp_path, monkeypatch):
+    moved = []
+    real = os.replace
+
+    def replace(src, dst):
+        moved.append((Path(src), Path(dst)))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    fsio.atomic_write_text(tmp_path / "a" / "b" / "c.txt", "x")
+    ((src, dst),) = moved
+    assert dst == tmp_path / "a" / "b" / "c.txt" and src.parent == dst.parent
+    assert fsio.TEMP_NAME.match(src.name)["base"] == "c.txt" and src.name.endswith(".tmp")
+
+
 def test_a_failed_write_removes_its_temporary(tmp_path, monkeypatch):
     def fail(src, dst):
         raise OSError(28, "No space left on device")
@@ -439,16 +458,15 @@ def test_a_failed_write_removes_its_temporary(tmp_path, monkeypatch):
 
 
 def test_temporaries_are_named_after_the_output(tmp_path):
-    d = fsio.make_temp_dir(tmp_path / "deep" / "out")
-    assert d.parent == tmp_path / "deep" and d.is_dir()
+    d = fsio.make_temp_dir(tmp_path / "deep" / "er" / "out")
+    assert d.parent == tmp_path / "deep" / "er" and d.is_dir()
     assert fsio.TEMP_NAME.match(d.name)["base"] == "out" and d.name.endswith(".tmp")
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
     odd = fsio.make_temp_dir(tmp_path / "b\udcffd")  # a name no codec writes: a plain prefix
     assert odd.name.startswith(".output.") and fsio.TEMP_NAME.match(odd.name)["base"] == "output"
     (tmp_path / "file").write_text("")
     e = _refusal(fsio.make_temp_dir, tmp_path / "file" / "out")
-    assert (e.file, e.field) == (str(tmp_path / "file" / "out"), "output")
-    assert e.problem.startswith("cannot write here: ")
+    assert _where(e) == (str(tmp_path / "file" / "out"), "output", "cannot write here: File exists")
 
 
 def test_marked_kind_and_write_marker(tmp_path):
@@ -485,7 +503,9 @@ def test_check_replaceable_says_why_not(tmp_path):
     )
     (tmp_path / "file").write_text("")
     e = _refusal(fsio.check_replaceable, tmp_path / "file", "trace", "-o")
-    assert (e.field, e.problem) == ("-o", "exists and is a file, expected a folder")
+    assert _where(e) == (str(tmp_path / "file"), "-o", "exists and is a file, expected a folder")
+    assert _refusal(fsio.check_replaceable, tmp_path / "file", "trace").field == "output"
+    assert _refusal(fsio.check_replaceable, mine, "trace").field == "output"
     os.symlink(tmp_path / "empty", tmp_path / "link")
     e = _refusal(fsio.check_replaceable, tmp_path / "link", "trace", "-o")
     assert e.field == "-o" and e.problem.endswith("(name the folder it points to, or another)")
@@ -497,7 +517,7 @@ def test_check_replaceable_names_a_folder_it_cannot_list(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "listdir", listdir)
     e = _refusal(fsio.check_replaceable, tmp_path, "trace", "-o")
-    assert (e.field, e.problem) == ("-o", "cannot read the folder: Permission denied")
+    assert _where(e) == (str(tmp_path), "-o", "cannot read the folder: Permission denied")
 
 
 def test_remove_temporaries_beside_chosen_entries(tmp_path):
@@ -718,6 +738,7 @@ def test_output_lock_is_reentrant_and_leaves_no_litter(tmp_path):
     lock = tmp_path / "a" / "b" / ".t.rackbook-lock"
     with fsio.output_lock(tmp_path / "a" / "b" / "t"):
         assert lock.read_text() == str(os.getpid())
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o600
         with fsio.output_lock(tmp_path / "a" / "b" / "t"):
             assert lock.exists()
         assert lock.exists()  # still held by the outer block
@@ -733,14 +754,14 @@ def _hold(lock: Path, how: int, text: str = "") -> int:
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, how)
-    os.write(fd, text.encode())
+    os.write(fd, os.fsencode(text))
     return fd
 
 
 @pytest.mark.parametrize(
     ("text", "said"),
     [("4321\nmore", "another rackbook (pid 4321)"), ("", "another rackbook"),
-     ("me", "another rackbook")],
+     ("me", "another rackbook"), ("\udcff12", "another rackbook")],
 )  # fmt: skip
 def test_a_held_lock_refuses_naming_the_holder(tmp_path, text, said):
     fd = _hold(tmp_path / "new" / ".t.rackbook-lock", fcntl.LOCK_EX, text)
@@ -772,6 +793,14 @@ def test_a_refused_lock_removes_the_folders_it_made(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_linked_lock_file_is_never_followed(tmp_path):
+    os.symlink(tmp_path / "elsewhere", tmp_path / ".t.rackbook-lock")
+    with fsio.output_lock(tmp_path / "t"):
+        fsio.make_temp_dir(tmp_path / "t")
+    assert not (tmp_path / "elsewhere").exists()
+    assert (tmp_path / ".t.rackbook-lock").is_symlink()
+
+
 def test_a_lock_that_fails_otherwise_is_no_lock(tmp_path, monkeypatch):
     def flock(fd, how):
         raise OSError(fsio.errno.ENOLCK, "no locks")
@@ -780,6 +809,7 @@ def test_a_lock_that_fails_otherwise_is_no_lock(tmp_path, monkeypatch):
     ran = []
     with fsio.output_lock(tmp_path / "t"):
         ran.append(str(fsio.lock_path(tmp_path / "t")) in fsio._HELD)
+        assert fsio.make_temp_dir(tmp_path / "t").is_dir()  # nothing to journal it in
     assert ran == [True]  # a file system without locks: written unlocked
     assert str(fsio.lock_path(tmp_path / "t")) not in fsio._HELD
 

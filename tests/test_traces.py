@@ -502,6 +502,7 @@ def test_check_request_rows_ttft_within_e2el_for_successes():
     ok = np.array([True, False])
     traces.check_request_rows(_cols(), ok, "f")  # the failed row's ttft past its e2el passes
     traces.check_request_rows(_cols(ttft_s=[0.5 + 0.9e-9, 0.2]), ok, "f")
+    traces.check_request_rows(_cols(ttft_s=[0.5 + 1e-9, 0.2]), ok, "f")  # exactly the slack
     e = _refusal(traces.check_request_rows, _cols(ttft_s=[0.5 + 1.1e-9, 0.2]), ok, "f")
     assert _where(e) == (
         "f",
@@ -523,6 +524,8 @@ def test_check_request_rows_ttft_within_e2el_for_successes():
     )
     e = _refusal(traces.check_request_rows, _cols(e2el_s=[0.5, -1.0]), ok, "f")
     assert (e.field, e.problem) == ("requests.e2el_s", "negative value in row 1")
+    e = _refusal(traces.check_request_rows, _cols(e2el_s=[0.5, -1.0]), ok, "f", keys, offset=2)
+    assert (e.field, e.problem) == ("e2el_s[3]", "negative value")
     cols = _cols(e2el_s=[1e20, 1e20])
     traces.check_request_rows(cols, ok, "f")  # a time is not a token count
     del cols["prompt_tokens"]
@@ -535,7 +538,7 @@ def test_check_points_refuses_a_duplicate_id():
     e = _refusal(traces.check_points, pts.assign(point_id=["p8", "p8"]), "here")
     assert _where(e) == ("here", "points.point_id", "duplicate point id")
     e = _refusal(traces.check_points, pts.assign(duration_s=[1.0, 0.0]), "here")
-    assert e.field.startswith("points.duration_s")
+    assert e.file == "here" and e.field.startswith("points.duration_s")
 
 
 def test_check_latency_unit_at_a_day():
