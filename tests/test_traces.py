@@ -676,6 +676,39 @@ def test_validate_returns_conformed_tables_and_keeps_others():
     assert (v.path, v.itl_loaded, v.run) == (Path("p"), False, t.run)
 
 
+@pytest.mark.parametrize(
+    ("table", "edit", "field"),
+    [
+        ("requests", lambda d: d.drop(columns="e2el_s"), "requests.e2el_s"),
+        ("itl", lambda d: d.assign(itl_s="x"), "itl.itl_s"),
+        ("points", lambda d: d.drop(columns="duration_s"), "points.duration_s"),
+    ],
+)
+def test_validate_names_the_source_of_a_table_it_cannot_conform(table, edit, field):
+    t = _trace()
+    setattr(t, table, edit(getattr(t, table)))
+    e = _refusal(traces.validate, t, "in.json")
+    assert (e.file, e.field) == ("in.json", field)
+
+
+def test_validate_names_the_source_of_an_extra_table_and_published_points():
+    t = _trace()
+    t.extra["server_metrics"] = t.extra["server_metrics"].drop(columns="value")
+    e = _refusal(traces.validate, t, "in.json")
+    assert (e.file, e.field) == ("in.json", "server_metrics.value")
+    t = _trace("recorded")
+    t.extra = {"published_points": _published()}
+    e = _refusal(traces.validate, t, "in.json")
+    assert _where(e) == (
+        "in.json",
+        "published_points",
+        "only a trace of kind published may carry published points (kind is 'recorded')",
+    )
+    t = _trace("published")
+    t.extra = {"published_points": _published()}
+    assert len(traces.validate(t).extra["published_points"]) == len(_published())
+
+
 def test_validate_checks_published_points_in_a_published_trace_only():
     t = _trace("published")
     t.extra = {"published_points": pd.DataFrame({"point_id": ["a"]})}
