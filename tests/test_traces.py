@@ -575,6 +575,7 @@ def test_check_required_names_the_field():
         (lambda r: r.update(generator={"name": "g", "seed": 0, "more": 1}), None, None),
         (lambda r: r.update(commands="one"), "run.json.commands",
          "must be a list of command lines"),
+        (lambda r: r.update(parameters=None), "run.json.parameters", "must be an object"),
         (lambda r: r.update(hardware=None, server=None), None, None),
         (lambda r: r.update(hardware=[]), "run.json.hardware", "must be an object, got list"),
         (lambda r: r.update(server="s"), "run.json.server", "must be an object, got str"),
