@@ -719,7 +719,8 @@ def test_validate_checks_published_points_in_a_published_trace_only():
 
 def test_validate_skips_gap_sums_of_a_trace_read_without_gaps():
     t = _valid(itl=lambda d: d.assign(itl_s=[9.0, 9.0, 9.0, 9.0]))
-    assert _refusal(traces.validate, t).field == "itl.itl_s (request row 0)"
+    e = _refusal(traces.validate, t, "in.json")
+    assert (e.file, e.field) == ("in.json", "itl.itl_s (request row 0)")
     t.itl, t.itl_loaded = traces._EMPTY_GAPS.copy(), False
     traces.validate(t)
 
@@ -991,7 +992,8 @@ def test_table_rows_and_read_table(tmp_path):
     assert _refusal(traces.read_table, out, "dir").problem == "missing table dir.parquet"
     (out / "bad.parquet").write_bytes(b"PAR1")
     e = _refusal(traces.read_table, out, "bad")
-    assert e.file == str(out / "bad.parquet") and e.problem.startswith("unreadable Parquet: ")
+    assert (e.file, e.field) == (str(out / "bad.parquet"), "-")
+    assert e.problem.startswith("unreadable Parquet: ")
 
 
 def test_read_trace_reads_extra_tables_by_name(tmp_path):
