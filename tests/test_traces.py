@@ -761,6 +761,8 @@ def test_check_consistency_needs_a_success_with_output():
     )
     e = _refusal(_consistency, output_tokens=[np.nan, 5.0])
     assert e.field == "requests.output_tokens"
+    one_token = pd.DataFrame({"request_row": [], "itl_s": []})
+    _consistency(itl=one_token, output_tokens=[1.0, 0.0])  # a single token is enough
 
 
 def test_check_consistency_start_within_the_points_duration():
