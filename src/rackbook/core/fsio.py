@@ -223,9 +223,9 @@ def _refuse_link(path: Path, field: str, what: str) -> None:
 
 def _check_output(path: str | Path, field: str, what: str) -> Path:
     """``path``; InputError naming ``field`` when empty, a link, not a ``what``, or under a file."""
-    path = Path(path)
-    if not str(path).strip():
+    if not str(path).strip():  # before Path(), which reads "" as "."
         raise InputError("''", field, f"an empty path: name a {what}")
+    path = Path(path)
     if what == "file" and path.is_dir() and not path.is_symlink():
         raise InputError(path, field, "is a folder, expected a file")
     _refuse_link(path, field, what)

@@ -337,7 +337,6 @@ def write_trace(
         for name, df in tables.items():
             arrow = to_arrow(df, schema.TABLES.get(name, ()))
             pq.write_table(arrow, tmp / f"{name}.parquet", compression="zstd")
-    t.path = path
     return path
 
 
