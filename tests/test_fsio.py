@@ -462,8 +462,8 @@ def test_temporaries_are_named_after_the_output(tmp_path):
     assert d.parent == tmp_path / "deep" / "er" and d.is_dir()
     assert fsio.TEMP_NAME.match(d.name)["base"] == "out" and d.name.endswith(".tmp")
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
-    odd = fsio.make_temp_dir(tmp_path / "b\udcffd")  # a name no codec writes: a plain prefix
-    assert odd.name.startswith(".output.") and fsio.TEMP_NAME.match(odd.name)["base"] == "output"
+    odd = fsio.make_temp_dir(tmp_path / os.fsdecode(b"b\xffd"))  # bytes not UTF-8 spelt out
+    assert odd.parent == tmp_path and fsio.TEMP_NAME.match(odd.name)["base"] == "b\\xffd"
     (tmp_path / "file").write_text("")
     e = _refusal(fsio.make_temp_dir, tmp_path / "file" / "out")
     assert _where(e) == (str(tmp_path / "file" / "out"), "output", "cannot write here: File exists")
@@ -874,6 +874,21 @@ def test_the_journal_of_a_long_or_undecodable_name(tmp_path):
     with fsio.output_lock(tmp_path / odd):
         pass
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_writers_temporary_of_an_undecodable_name_is_removed(tmp_path):
+    """The temporary's name and the lock's both keep the output's bytes, so the next writer
+    of that output finds and removes what a killed one left."""
+    odd = tmp_path / os.fsdecode(b"t\xff")
+    with fsio.output_lock(odd):
+        left = fsio.make_temp_dir(odd)
+        journal = (tmp_path / f".{odd.name}.rackbook-lock").read_bytes()
+    assert journal.endswith(b"\ntmp " + os.fsencode(left.name)) and left.is_dir()
+    lock = tmp_path / f".{odd.name}.rackbook-lock"
+    lock.write_bytes(b"999" + journal[journal.index(b"\n") :])  # as a killed holder left it
+    with fsio.output_lock(odd):
+        pass
+    assert not left.exists()
 
 
 def test_temporaries_are_journaled_under_an_exclusive_lock_only(tmp_path):

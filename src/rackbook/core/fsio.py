@@ -289,13 +289,16 @@ def atomic_write_json(path: str | Path, obj: Any, field: str = "output") -> Path
     )
 
 
+def _writable(name: str) -> str:
+    """``name`` with bytes that are not UTF-8 written ``\\xNN`` (libraries refuse such names
+    for the temporaries; the journal's cleaner spells a lock's name the same way)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _make_temp(path: Path, *, folder: bool, suffix: str = ".tmp") -> tuple[int | None, Path]:
     """A new temporary sibling ``.NAME.XXXXXXXX.tmp`` of ``path`` (a file's descriptor, or a
     folder), journaled in its lock."""
-    try:
-        prefix = f".{path.name}.".encode().decode()
-    except UnicodeEncodeError:
-        prefix = ".output."
+    prefix = f".{_writable(path.name)}."
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if folder:
@@ -462,13 +465,14 @@ def _clean_journal(fd: int, lock: Path) -> None:
     data = b""
     with contextlib.suppress(OSError):
         data = os.pread(fd, 1 << 20, 0)
-    base = lock.name[: -len(_LOCK_SUFFIX)]  # ".NAME" or ".NAME.PART"
+    base = _writable(lock.name[: -len(_LOCK_SUFFIX)])  # ".NAME" or ".NAME.PART"
     for line in data.decode("utf-8", errors="surrogateescape").splitlines():
         if not line.startswith("tmp "):
             continue
         name = line[4:]
         m = TEMP_NAME.match(name)
-        if m and "/" not in name and (f".{m['base']}" == base or base.startswith(f".{m['base']}.")):
+        own = f".{_writable(m['base'])}" if m else ""
+        if m and "/" not in name and (own == base or base.startswith(f"{own}.")):
             _remove(lock.parent / name)
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
