@@ -822,3 +822,230 @@ def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
         assert f.price_kind == "list price" and v in f.quote.split("| PEAK")[0], fid
     kinds = {f.price_kind for f in reg.figures if f.unit == "$/GPU-hour"}
     assert kinds == {"list price", "ownership-cost model", "modelled rental"}
+
+
+def _same(a: object, b: object) -> bool:
+    return bool(pd.isna(a) and pd.isna(b)) if not isinstance(a, str) and pd.isna(a) else a == b
+
+
+def test_evidence_table_rows_are_the_claim_its_readings_and_its_points():
+    """A chapter's table: per claim one ``claim`` row (the registry's figure, scope and basis,
+    the reading's verdict, margin and reason, the closest point's URL), one ``reading`` row per
+    named basis (its verdict, margin or physics' refusal, conversion, evidence, basis, whether
+    a point decided it) and one row per published point of the claim, copied as it is."""
+    reg = claims.load_claims()
+    t = evidence.evidence_table("rack-scaling")
+    assert str(t["gpus"].dtype) == "Int64"
+    pts = evidence.published_points("rack-scaling")
+    names = claims_catalog_names()
+    for cid in ("rack-scaling.throughput", "rack-scaling.speedup", "rack-scaling.cost"):
+        c, e = reg.get(cid), evidence.claim_evidence(cid)
+        rows = t[t["claim_id"] == cid].to_dict("records")
+        mine = pts[pts["claim_id"] == cid].to_dict("records")
+        assert [r["kind"] for r in rows] == ["claim"] + ["reading"] * len(e.bases) + [
+            "published"
+        ] * len(mine)
+        claim = {k: v for k, v in rows[0].items() if k != "date"}
+        assert claim == {
+            "claim_id": cid,
+            "kind": "claim",
+            "who": "claim (data/claims.yaml)",
+            "hardware": "GB300 NVL72",
+            "gpus": 72,
+            "model": "DeepSeek-V4.1-Flash",
+            "engine": "vLLM",
+            "value": c.value,
+            "unit": c.unit,
+            "as_published": c.value_text,
+            "used": False,
+            "role": "claim",
+            "verified": False,
+            "comparable": e.reason,
+            "basis": c.figure_basis.short(),
+            "verdict": e.verdict,
+            "margin": e.margin,
+            "url": e.closest.url,
+        }
+        for br, r in zip(e.bases, rows[1 : 1 + len(e.bases)], strict=True):
+            assert (r["who"], r["role"], r["verified"]) == (br.name, "reading", True)
+            assert (r["verdict"], r["basis"], r["comparable"]) == (
+                br.verdict,
+                br.basis,
+                br.evidence,
+            )
+            assert r["used"] == bool(br.decided_on) and r["url"] == br.closest.url
+            assert _same(r["as_published"], br.conversion or None)
+            want = f"ruled out by physics: {br.ruled_out}" if br.ruled_out else br.margin
+            assert r["margin"] == want
+            assert all(pd.isna(r[k]) for k in ("hardware", "model", "engine", "value", "unit"))
+        for p, r in zip(mine, rows[1 + len(e.bases) :], strict=True):
+            for k in ("hardware", "gpus", "model", "engine", "value", "unit", "as_published"):
+                assert _same(r[k], p[k]), (p["id"], k)
+            for k in ("role", "comparable", "url", "date"):
+                assert _same(r[k], p[k]), (p["id"], k)
+            assert (r["used"], r["verified"]) == (bool(p["used"]), bool(p["verified"]))
+            assert r["basis"] == p["basis"].short(names)
+    cost = t[(t["claim_id"] == "rack-scaling.cost") & (t["kind"] == "reading")]
+    assert cost["used"].tolist() == [True, False, False, True, False]
+    assert cost["as_published"].iloc[2] == (
+        "the figure read as one 4-GPU instance's (a GB300 tray's) hourly price, divided by its "
+        "4 GPUs"
+    )
+    th = t[(t["claim_id"] == "rack-scaling.throughput") & (t["kind"] == "reading")]
+    assert th["margin"].iloc[0] == (
+        "ruled out by physics: 954,000 computed decode tok/s per GPU is 3.94x the compute "
+        "ceiling of 241,834 on GB300"
+    )
+    assert th["margin"].iloc[2] == "-"
+    # who: the submitter, then the system with the catalog's GPU name where one is stated
+    who = dict(zip(t["kind"] + "|" + t["who"], t["kind"], strict=True))
+    assert "published|SGLang cookbook · B300 low-latency (single)" in who
+    assert "published|Oracle · NVIDIA DGX B300 (8x B300-SXM-270GB, TensorRT)" in who
+    su = evidence.evidence_table("single-user")
+    first = su[su["kind"] == "published"].iloc[0]
+    assert (first["who"], first["hardware"]) == (
+        "SGLang cookbook · B200 low-latency (single)",
+        "b200",
+    )
+    figs = su[su["kind"].eq("published") & su["who"].str.startswith("SGLang (pull request)")]
+    assert len(figs) == 3 and set(figs["who"]) == {"SGLang (pull request)"}  # no system stated
+    # a claim without a closest point nor a primary source has no URL
+    cl = evidence.evidence_table("context-latency")
+    delta = cl[(cl["claim_id"] == "context-latency.delta") & (cl["kind"] == "claim")].iloc[0]
+    assert pd.isna(delta["url"]) and delta["verdict"] == "none published"
+
+
+def claims_catalog_names() -> dict[str, str]:
+    from rackbook.inputs import catalogs
+
+    return catalogs.display_names()
+
+
+# ----------------------------------------------------------------------------- row texts
+
+
+def test_number_and_value_texts_at_their_thresholds():
+    """number_text: 4 significant digits under 1,000, one decimal (dropped when .0) from 1,000,
+    none from 10,000, the sign kept; value_text by unit."""
+    nt = published_rows.number_text
+    assert [nt(v) for v in (0.123456, 999.5, -999.5, 1000, 1234.56, 9999.94)] == [
+        "0.1235",
+        "999.5",
+        "-999.5",
+        "1,000",
+        "1,234.6",
+        "9,999.9",
+    ]
+    assert [nt(v) for v in (-1500, -1234.56, 10000, 12345.6, -12345.6)] == [
+        "-1,500",
+        "-1,234.6",
+        "10,000",
+        "12,346",
+        "-12,346",
+    ]
+    vt = published_rows.value_text
+    assert vt(8.95, "x") == "8.95x"
+    assert vt(3.964, "$/GPU-hour") == "$3.96/GPU-hour"
+    assert vt(1234.5, "$/GPU-hour") == "$1,234.50/GPU-hour"
+    assert vt(0.99191, "1") == "0.9919"
+    assert vt(62.87, "%") == "62.9 %"
+    assert vt(11056.2, "tok/s/GPU") == "11,056 tok/s/GPU"
+    assert vt(853.49, "tok/s per user") == "853.5 tok/s per user"
+    assert published_rows.span_text(2, 2, "x") == "2x"
+    assert published_rows.span_text(2, 3, "x") == "2x to 3x"
+    assert published_rows.claim_over(0.883, 0.917) == "the claim 0.883x to 0.917x them"
+    assert published_rows.claim_over(1.81, 1.81, "it") == "the claim 1.81x it"
+    assert published_rows.claim_over(1.81, 1.81) == "the claim 1.81x them"
+
+
+def test_point_value_and_ratio_texts():
+    """A tied closest point reads as the spread and the count of points (itself included); a
+    tie at one value, or none, as its own value; the claim over it, or over the spread."""
+    pv, pr_ = published_rows.point_value, published_rows.point_ratio
+    tied = dict(tied=("a", "b", "c"), low=8.6127, high=8.9536, unit="x", value=8.6127)
+    assert pv(tied) == "8.61x to 8.95x (4 points equally close)"
+    assert pv(tied | dict(low=None)) == "8.61x"
+    assert pv(tied | dict(high=None)) == "8.61x"
+    assert pv(tied | dict(high=8.6127)) == "8.61x"
+    assert pv(tied | dict(tied=())) == "8.61x"
+    assert pv(dict(value=3, unit="tok/s/GPU")) == "3 tok/s/GPU"
+    assert pv(dict(value="n", unit="x")) == "" and pv({}) == ""
+    ratios = dict(ratio=0.9, tied=("a",), ratio_low=0.883, ratio_high=0.917)
+    assert pr_(ratios) == ", the claim 0.883x to 0.917x them"
+    assert pr_(ratios | dict(tied=())) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_low=None)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_high=None)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_high=0.883)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio=2)) == ", the claim 0.883x to 0.917x them"
+    assert pr_(ratios | dict(ratio=None)) == "" and pr_(ratios | dict(ratio="0.9")) == ""
+
+
+def test_units_sides_and_none_casts():
+    assert [
+        published_rows.per_gpu_unit(t)
+        for t in ("output", "new input", "input incl. cached", "input+output", "")
+    ] == ["output tok/s/GPU", "input tok/s/GPU", "input tok/s/GPU", "tok/s/GPU", "tok/s/GPU"]
+    assert published_rows.unit_family("output tok/s/GPU") == "tok/s/GPU"
+    assert published_rows.unit_family("tok/s per user") == "tok/s per user"
+    side = published_rows.side
+    assert [side(None, 1.0), side(1.0, None), side("1", 2.0)] == ["-", "-", "-"]
+    # inside: points on both sides, or at the figure (a ratio of exactly 1)
+    assert [side(1.0, 2.0), side(1.01, 2.0), side(0.5, 0.99), side(0.5, 1.0)] == [
+        "inside",
+        "above",
+        "below",
+        "inside",
+    ]
+    assert published_rows.as_basis("as stated") == "as stated"
+    assert published_rows.as_basis("mean TPOT") == "as mean TPOT"
+    assert published_rows.as_basis("ask") == "as ask"
+    assert published_rows.or_none(None, str) is None
+    assert published_rows.int_or_none(pd.NA) is None
+    assert published_rows.float_or_none(float("nan")) is None
+    assert published_rows.int_or_none(3.0) == 3 and published_rows.text_or_none(5) == "5"
+    assert published_rows.float_or_none("2.5") == 2.5
+
+
+def test_setup_text_states_what_the_source_states():
+    st = published_rows.setup_text
+    full = dict(concurrency=1234, isl=4096, osl=1024, speculative="DSpark", date="2026-09-11")
+    assert (
+        st(pd.Series(full))
+        == "concurrency 1,234, 4,096 in / 1,024 out, speculation DSpark, 2026-09-11"
+    )
+    assert (
+        st(pd.Series(full | dict(osl=None))) == "concurrency 1,234, speculation DSpark, 2026-09-11"
+    )
+    assert st(pd.Series(full | dict(isl=0))) == "concurrency 1,234, speculation DSpark, 2026-09-11"
+    assert st(pd.Series(full | dict(concurrency=pd.NA, speculative="not stated"))) == (
+        "4,096 in / 1,024 out, 2026-09-11"
+    )
+    assert st(pd.Series(full | dict(speculative=None, date=float("nan")))) == (
+        "concurrency 1,234, 4,096 in / 1,024 out"
+    )
+    assert st(pd.Series({})) == ""
+
+
+def test_near_text_counts_flags_spreads_and_names_the_basis():
+    near = dict(points=["a", "b"], unverified=["b"], superseded=["a", "b"], low=104429.47)
+    near |= dict(high=142565.09, unit="tok/s/GPU", ratio_low=0.847, ratio_high=1.156)
+    near |= dict(differences=["model", "engine"], bases=["x", "y"], basis="per GPU")
+    assert published_rows.near_text(near) == (
+        published_rows.NEAR_LEAD + "2 near points, 1 of them NOT VERIFIED, 2 superseded by a "
+        "later source, 104,429 tok/s/GPU to 142,565 tok/s/GPU; the claim 0.847x to 1.16x them "
+        "(differing in: model, engine) as per GPU (one of 2 bases with near points)"
+    )
+    one = dict(points=["a"], low=5.0, high=5.0, unit="x", ratio_low=2.0, ratio_high=2.0)
+    assert published_rows.near_text(one, "L: ") == "L: 1 near point, 5x; the claim 2x it"
+    two = one | dict(points=["a", "b"], high=6.0, bases=["only"], basis="only")
+    assert published_rows.near_text(two, "L: ") == "L: 2 near points, 5x to 6x; the claim 2x it"
+    apart = two | dict(ratio_high=2.5)
+    assert published_rows.near_text(apart, "L: ").endswith("; the claim 2x to 2.5x them")
+    none_ratio = two | dict(ratio_low=None, basis="as stated", bases=["as stated", "b"])
+    assert published_rows.near_text(none_ratio, "L: ") == (
+        "L: 2 near points, 5x to 6x as stated (one of 2 bases with near points)"
+    )
+    assert (
+        published_rows.near_text(two | dict(ratio_high=None), "L: ") == "L: 2 near points, 5x to 6x"
+    )
+    assert published_rows.near_text(None) == "" and published_rows.near_text({"points": []}) == ""
