@@ -1049,3 +1049,233 @@ def test_near_text_counts_flags_spreads_and_names_the_basis():
         published_rows.near_text(two | dict(ratio_high=None), "L: ") == "L: 2 near points, 5x to 6x"
     )
     assert published_rows.near_text(None) == "" and published_rows.near_text({"points": []}) == ""
+
+
+def _row(df: pd.DataFrame, pid: str) -> dict:
+    return {
+        k: v for k, v in df.loc[pid].to_dict().items() if not (v is None or v is pd.NA or v != v)
+    }
+
+
+def test_load_rows_reads_each_source_in_its_claims_unit():
+    """Every published point, re-read (not the cached table): a trace row per GPU or, at
+    concurrency 1 of the cookbook, per user (1000 / TPOT); the cookbook's total undone to
+    output tokens (x osl / (isl + osl)); MLPerf's 72-over-8 ratio; vLLM's prefill table as a
+    gain; the token value at list prices; figures.yaml's rows in their claim's unit."""
+    df = published_rows.load_rows(str(paths.DATA)).set_index("id")
+    assert list(df.columns) == published_rows.POINT_COLUMNS[1:]  # the id is the index here
+    for c in ("gpus", "isl", "osl", "concurrency"):
+        assert str(df[c].dtype) == "Int64", c
+    ml = _row(df, "mlperf-v6.1-dsr1:Oracle/B300-SXM-270GBx8_TRT/deepseek-r1/Offline")
+    assert ml["value"] == ml["tok_s_per_gpu"] == 70354 / 8
+    assert (ml["unit"], ml["as_published"]) == ("output tok/s/GPU", "70,354 tok/s on 8 GPUs")
+    assert (ml["claim_id"], ml["result"], ml["kind"]) == (
+        "rack-scaling.throughput",
+        "rack-scaling",
+        "published",
+    )
+    assert (ml["role"], ml["verified"], ml["gpus"], ml["scenario"]) == (
+        "measurement",
+        True,
+        8,
+        "Offline",
+    )
+    assert (ml["submitter"], ml["source"]) == ("Oracle", "mlperf-v6.1-dsr1")
+    b = ml["basis"]
+    assert (b.metric, b.tokens, b.per, b.statistic, b.gpu_count) == (
+        "throughput",
+        "output",
+        "GPU",
+        "rate",
+        8,
+    )
+    assert (b.serving, b.engine_version, b.spec_method) == ("unknown", "v6.1", None)
+    c1 = _row(df, "sglang-cookbook-v4:b300/flash/fp4/low-latency/c1")
+    assert c1["value"] == c1["tok_s_per_user"] == pytest.approx(1000 / 2.85)
+    assert (c1["unit"], c1["as_published"], c1["claim_id"]) == (
+        "tok/s per user",
+        "mean TPOT 2.85 ms",
+        "single-user.throughput",
+    )
+    assert c1["tok_s_per_gpu"] == 592.0 and (c1["isl"], c1["osl"], c1["concurrency"]) == (
+        8192,
+        1024,
+        1,
+    )
+    b = c1["basis"]
+    assert (b.metric, b.tokens, b.per, b.statistic) == (
+        "per-user decode speed",
+        "output",
+        "user",
+        "mean",
+    )
+    assert b.spec_method == "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)"
+    assert "sglang-cookbook-v4:b300/flash/fp4/low-latency/c1#output" not in df.index
+    tot = _row(df, "sglang-cookbook-v4:b300/flash/fp4/balanced/c64")
+    assert (tot["value"], tot["unit"], tot["as_published"]) == (
+        3812.0,
+        "tok/s/GPU",
+        "3,812 tok/s/GPU",
+    )
+    assert tot["basis"].tokens == "input+output" and tot["claim_id"] == "rack-scaling.throughput"
+    out = _row(df, "sglang-cookbook-v4:b300/flash/fp4/balanced/c64#output")
+    assert out["value"] == pytest.approx(3812 * 1024 / (8192 + 1024))
+    assert (out["unit"], out["as_published"]) == (
+        "output tok/s/GPU",
+        "3,812 total tok/s/GPU, converted",
+    )
+    assert (
+        out["conversion"] == "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
+    )
+    assert out["basis"].tokens == "output" and out["basis"].concurrency == 64
+    assert out["tok_s_per_gpu"] == 3812.0
+    ratio = _row(df, "mlperf-v6.1-dsr1:NVIDIA/Offline/72v8")
+    assert ratio["value"] == pytest.approx(679740.0 / 75918.2)
+    assert (ratio["unit"], ratio["as_published"], ratio["gpus"]) == (
+        "x",
+        "679,740 / 75,918 tok/s",
+        72,
+    )
+    assert ratio["claim_id"] == "rack-scaling.speedup" and ratio["notes"] == published_rows._RATIO
+    assert ratio["system"] == (
+        "NVIDIA GB300 NVL72 (72x GB300-288GB_aarch64, TensorRT) vs NVIDIA GB300 NVL72 (8x "
+        "GB300-288GB_aarch64, TensorRT)"
+    )
+    b = ratio["basis"]
+    assert (b.metric, b.per, b.counting) == (
+        "rack/node throughput ratio",
+        "deployment",
+        "72 GPUs over 8",
+    )
+    pf = _row(df, "vllm-dsv41-prefill-ttft:TP4/128K")
+    assert pf["value"] == pytest.approx((2267 / 1392 - 1) * 100)
+    assert (pf["as_published"], pf["system"], pf["gpus"]) == (
+        "TTFT 2,267 ms off, 1,392 ms graphs",
+        "TP4, 128K prompt",
+        4,
+    )
+    assert pf["quote"] == '{ p: "128K", off: 2267, eager: 1522, graph: 1392 }'
+    assert pf["notes"] == (
+        "TP4: single request, prefix caching off, median of 3 runs on GB200; replay on with an "
+        "eager decoder: +48.9 %"
+    )
+    assert (pf["unit"], pf["concurrency"], pf["date"], pf["claim_id"]) == (
+        "%",
+        1,
+        "2026-10-07",
+        "prefill-gain.gain",
+    )
+    assert (pf["model"], pf["hardware"], pf["engine"]) == ("DeepSeek-V4.1-Flash", "GB200", "vLLM")
+    assert pf["submitter"] == "vLLM (Inferact and the vLLM team)"
+    assert (
+        pf["source"] == "vllm-dsv41-prefill-ttft.js"
+        and pf["conversion"] == published_rows._PREFILL_RULE
+    )
+    assert pf["url"].endswith("/assets/interactive_pages/dsv41-prefill-ttft.html")
+    b = pf["basis"]
+    assert (b.metric, b.tokens, b.context, b.gpu_count, b.statistic, b.serving) == (
+        "relative prefill throughput gain",
+        "new input",
+        0,
+        4,
+        "median",
+        "aggregated",
+    )
+    assert (b.workload, b.per, b.gpus, b.speculation) == ("fixed lengths", "-", "deployment", "-")
+    assert _row(df, "vllm-dsv41-prefill-ttft:DEP2/1K")["gpus"] == 2
+    tv = _row(df, "token-value:rack-scaling.throughput/hit95")
+    assert (
+        tv["as_published"]
+        == "954,000 tok/s/GPU at $0.003 / $0.15 / $0.6 per M (hit / miss / output)"
+    )
+    assert tv["notes"] == (
+        "output share 444 / (142000 + 444); cache hits 95 % of input "
+        "(https://vllm.ai/blog/2026-09-08-vllm-agentx); off-peak prices (peak: twice)"
+    )
+    assert (tv["unit"], tv["price_kind"], tv["verified"], tv["claim_id"]) == (
+        "$/GPU-hour",
+        "list price",
+        True,
+        "rack-scaling.cost",
+    )
+    assert (tv["url"], tv["date"], tv["model"]) == (
+        "https://api-docs.deepseek.com/quick_start/pricing",
+        "2026-09-10",
+        "DeepSeek-V4.1-Flash",
+    )
+    assert tv["submitter"] == "DeepSeek API list prices x AgentX mix (computed here)"
+    assert tv["conversion"] == published_rows._TOKEN_VALUE_RULE and tv["source"] == "figures.yaml"
+    b = tv["basis"]
+    assert (b.metric, b.tokens, b.workload, b.statistic, b.hardware, b.engine) == (
+        "token value per GPU-hour",
+        "input incl. cached+output",
+        "agentic trace",
+        "value",
+        "-",
+        "-",
+    )
+    # figures.yaml: per GPU by the tokens its basis counts; a TPOT in ms as 1000 / TPOT
+    fo = _row(df, "figures:inferencex-pr3176.vllm-gb300-c128-output")
+    assert (fo["unit"], fo["as_published"], fo["tok_s_per_gpu"]) == (
+        "output tok/s/GPU",
+        "904.8 output tok/s/GPU",
+        904.78,
+    )
+    assert fo["superseded"].startswith("2026-10-07:") and fo["source"] == "figures.yaml"
+    ft = _row(df, "figures:inferencex-pr3176.vllm-gb300-c128-total")
+    assert (ft["unit"], ft["value"], ft["concurrency"], ft["gpus"]) == (
+        "tok/s/GPU",
+        104429.47,
+        128,
+        4,
+    )
+    oci = _row(df, "figures:oci-list.gb300")
+    assert (oci["value"], oci["as_published"], oci["verified"], oci["price_kind"]) == (
+        18.0,
+        "$18.00/GPU-hour",
+        False,
+        "list price",
+    )
+    assert "tok_s_per_gpu" not in oci
+    tp = _row(df, "figures:inferencex-pr3176.vllm-gb300-c1-tpot")
+    assert (tp["value"], tp["unit"], tp["as_published"]) == (
+        pytest.approx(1000 / 2.19),
+        "tok/s per user",
+        "2.19 ms",
+    )
+
+
+def test_converted_rows_follow_each_sources_output_rule():
+    """A trace row re-read as output tokens per GPU: InferenceX's as published (AgentX over all
+    the run's GPUs), a disaggregated deployment's per decode GPU x decode / all GPUs, none
+    without an output rate or a decode GPU count, none for the cookbook's single-user cells."""
+    tp = published_rows.trace_points(str(paths.DATA / "published"))
+    cell = tp[tp["point_id"] == "b300/flash/fp4/balanced/c64"].iloc[0].copy()
+    ix = cell.copy()
+    ix["source"], ix["workload"], ix["output_tok_s_per_gpu"] = "inferencex", "fixed lengths", 500.0
+    ix["serving"] = "aggregated"
+    (row,) = published_rows.converted_rows(ix)
+    assert (row["value"], row["unit"]) == (500.0, "output tok/s/GPU")
+    assert row["conversion"] == "output per GPU as published (metrics.output_tput_per_gpu)"
+    assert row["id"] == "inferencex:b300/flash/fp4/balanced/c64#output"
+    ax = ix.copy()
+    ax["workload"] = "agentic trace"
+    (row,) = published_rows.converted_rows(ax)
+    assert row["conversion"] == "output per GPU as published (AgentX: over all the run's GPUs)"
+    assert row["value"] == 500.0
+    dis = ix.copy()
+    dis["serving"], dis["decode_gpus"], dis["gpus"] = "disaggregated", 6, 8
+    (row,) = published_rows.converted_rows(dis)
+    assert row["value"] == 500.0 * 6 / 8 and row["gpus"] == 8
+    assert row["conversion"] == (
+        "output per GPU of the deployment = output per decode GPU x 6 decode / 8 GPUs"
+    )
+    dis["decode_gpus"] = None
+    assert published_rows.converted_rows(dis) == []
+    ix["output_tok_s_per_gpu"] = float("nan")
+    assert published_rows.converted_rows(ix) == []
+    single = cell.copy()
+    single["concurrency"] = 1
+    assert published_rows.converted_rows(single) == []
+    (row,) = published_rows.converted_rows(cell)
+    assert row["value"] == pytest.approx(423.5556, abs=1e-4)
