@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pandas as pd
 import pytest
 
 from rackbook import paths
@@ -301,3 +302,152 @@ def test_a_reading_states_the_setup_its_source_states():
     agentx = _basis(e, "mean TPOT").closest
     assert agentx.setup.startswith("concurrency 1, speculation DSpark")
     assert " in / " not in agentx.setup and agentx.setup.endswith("2026-09-15")
+
+
+# ------------------------------------------------------------- the parts a reading rests on
+
+
+def test_score_model_family_spread_and_latency_cells():
+    """score sums the parts' weights (an unweighted part 1); DeepSeek-V4.x-Flash and -Pro are
+    one family each; spread's ratios are the figure over each end (None at 0 or a figure not
+    finite); a cell is latency-tuned at concurrency 32 or below, or named low-latency."""
+    from rackbook.core.basis import Difference
+
+    parts = [Difference("metric", 1), Difference("serving", 1), Difference("xyz", 1)]
+    assert ev.score(parts) == 11.5 and ev.score([]) == 0.0
+    assert ev.score([Difference("model", 1), Difference("gpus", 1)]) == 7.0
+    assert [
+        ev.model_family(m)
+        for m in ("DeepSeek-V4.1-Flash", "DeepSeek-V4-Flash-0731", "DeepSeek-V4-Pro", "deepseek-r1")
+    ] == ["deepseek-flash", "deepseek-flash", "deepseek-pro", "deepseek-r1"]
+    assert ev.spread(2.0, [4.0, 1.0]) == dict(low=1.0, high=4.0, ratio_low=0.5, ratio_high=2.0)
+    assert ev.spread(float("nan"), [1.0, 4.0]) == dict(
+        low=1.0, high=4.0, ratio_low=None, ratio_high=None
+    )
+    assert ev.spread(2.0, [0.0, 4.0]) == dict(low=0.0, high=4.0, ratio_low=0.5, ratio_high=None)
+    assert ev.spread(2.0, [0.0])["ratio_low"] is None
+    lt = ev.latency_tuned
+    assert lt(pd.Series({"id": "x", "concurrency": 32}))
+    assert not lt(pd.Series({"id": "x", "concurrency": 33}))
+    assert not lt(pd.Series({"id": "x", "concurrency": pd.NA})) and not lt(pd.Series({}))
+    assert lt(pd.Series({"id": "a/low-latency/c64", "concurrency": 64}))
+
+
+def test_ruled_out_text_and_what_physics_cannot_read():
+    r = ev.RuledOut(954000, "decode", 3.944, "compute", 241834.2, "GB300")
+    assert r.text() == (
+        "954,000 computed decode tok/s per GPU is 3.94x the compute ceiling of 241,834 on GB300"
+    )
+    reg = claims.load_claims()
+    c = reg.get("rack-scaling.throughput")
+    per_gpu_out = ev.PLAUSIBLE[c.id][0]
+    got = ev.ruled_out(c, per_gpu_out, 954000.0)
+    assert got is not None and (got.phase, got.limit, got.gpu) == ("decode", "compute", "GB300")
+    assert got.tok_s_per_gpu == 954000.0 and got.ratio == pytest.approx(954000 / 241834, rel=1e-4)
+    # the rack total over 72 GPUs: 13,250 per GPU is possible, so nothing rules it out
+    assert ev.ruled_out(c, ev.PLAUSIBLE[c.id][4], 954000.0) is None
+    # no phase, a figure not finite or not above 0: physics reads nothing
+    assert ev.ruled_out(c, ev.PLAUSIBLE[c.id][2], 954000.0) is None
+    for v in (float("nan"), 0.0, -1.0, float("inf")):
+        assert ev.ruled_out(c, per_gpu_out, v) is None
+
+
+def test_published_reading_at_the_tolerance_edges_and_in_words():
+    import pandas as pd
+
+    pts = pd.DataFrame({"value": [8.61, 8.95], "unit": "x", "url": ["u0", "u1"]})
+    pr = ev.published_reading
+    assert pr("c", 9.0, pts, tolerance=0.05).verdict == "within"  # exactly at 8.95 + 0.05
+    assert pr("c", 9.0001, pts, tolerance=0.05).verdict == "above"
+    assert pr("c", 8.56, pts, tolerance=0.05).verdict == "within"  # exactly at 8.61 - 0.05
+    assert pr("c", 8.5599, pts, tolerance=0.05).verdict == "below"
+    r = pr("c", 9.0, pts, tolerance=0.05)
+    assert r.margin == "within the published 8.61x to 8.95x"
+    assert r.reason == "9x against 2 published points, 8.61x to 8.95x"
+    assert (r.claim_id, r.reading, r.sources) == ("c", "published", ("u0", "u1"))
+    one = pr("c", 8.61, pts.iloc[:1])
+    assert (one.verdict, one.margin) == ("within", "at the published 8.61x")
+    assert one.reason == "8.61x against 1 published point, 8.61x"
+    below = pr("c", 4.305, pts)
+    assert below.margin == "0.5x the lowest published (8.61x)"
+    no_unit = pr("c", 3.0, pd.DataFrame({"value": [1.5]}))
+    assert no_unit.margin == "2x the highest published (1.5 )" and no_unit.sources == ()
+    unknown = pr("c", float("nan"), pts)
+    assert (unknown.verdict, unknown.margin) == ("none published", "-")
+    assert unknown.reason == "the value is unknown"
+    assert pr("c", None, pts).reason == "the value is unknown"
+    empty = pr("c", 1.0, pts.iloc[0:0])
+    assert empty.reason == "no published point to compare with"
+    nan_only = pr("c", 1.0, pd.DataFrame({"value": [float("nan")], "unit": "x", "url": ["u"]}))
+    assert nan_only.verdict == "none published"
+    second = pr("c", 8.8, pts.assign(verified=[True, False]))
+    assert second.reason == (
+        "8.8x against 1 published point, 8.61x; 1 second-hand figure NOT VERIFIED, not used"
+    )
+    assert second.sources == ("u0",) and second.verdict == "above"
+    two = pr("c", 8.8, pts.assign(verified=[False, False]))
+    assert (
+        two.reason
+        == "no published point to compare with; 2 second-hand figures NOT VERIFIED, not used"
+    )
+
+
+def test_highest_list_price_names_the_dearest_listed_price():
+    import pandas as pd
+
+    rows = pd.DataFrame(
+        {
+            "id": ["a", "b", "token-value:x", "c", "d"],
+            "price_kind": ["list price", "list price", "list price", "rental", "list price"],
+            "unit": ["$/GPU-hour", "$/GPU-hour", "$/GPU-hour", "$/GPU-hour", "$/hour"],
+            "value": [10.0, 18.0, 99.0, 50.0, 70.0],
+            "hardware": ["GB300", None, "GB300", "GB300", "GB300"],
+            "submitter": ["A", "Oracle", "T", "C", "D"],
+            "verified": [True, False, True, True, True],
+        }
+    )
+    top = ev.highest_list_price(rows, 36.0)
+    assert top == dict(
+        value=18.0,
+        who="Oracle",
+        verified=False,
+        ratio=2.0,
+        text="highest list price: $18.00/GPU-hour (Oracle, NOT VERIFIED), the claim 2x it",
+    )
+    mine = ev.highest_list_price(rows.iloc[[0]], None)
+    assert mine == dict(
+        value=10.0,
+        who="A, GB300",
+        verified=True,
+        ratio=None,
+        text="highest list price: $10.00/GPU-hour (A, GB300)",
+    )
+    assert ev.highest_list_price(rows.iloc[[0]], float("nan"))["ratio"] is None
+    assert ev.highest_list_price(rows.iloc[[2, 3, 4]], 1.0) is None
+    assert ev.highest_list_price(rows.drop(columns="price_kind"), 1.0) is None
+
+
+def test_who_names_submitter_hardware_gpus_model_and_engine():
+    import pandas as pd
+
+    r = dict(submitter="S", hardware="gb300", gpus=4, model="deepseek-v4.1-flash")
+    r["engine"] = "vLLM, nightly"
+    assert ev._who(pd.Series(r)) == ("S", "GB300 x 4", "DeepSeek-V4.1-Flash", "vLLM")
+    assert ev._who(pd.Series(r | dict(hardware="not stated"))) == (
+        "S",
+        "4 GPUs",
+        "DeepSeek-V4.1-Flash",
+        "vLLM",
+    )
+    assert ev._who(pd.Series(r | dict(hardware="unknown", gpus=None))) == (
+        "S",
+        "DeepSeek-V4.1-Flash",
+        "vLLM",
+    )
+    assert ev._who(pd.Series(r | dict(gpus=pd.NA, model=None, engine=None))) == ("S", "GB300")
+    assert ev._who(pd.Series(r | dict(hardware="Some Rack", model="m"))) == (
+        "S",
+        "Some Rack x 4",
+        "m",
+        "vLLM",
+    )
