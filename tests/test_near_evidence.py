@@ -353,8 +353,6 @@ def test_ruled_out_text_and_what_physics_cannot_read():
 
 
 def test_published_reading_at_the_tolerance_edges_and_in_words():
-    import pandas as pd
-
     pts = pd.DataFrame({"value": [8.61, 8.95], "unit": "x", "url": ["u0", "u1"]})
     pr = ev.published_reading
     assert pr("c", 9.0, pts, tolerance=0.05).verdict == "within"  # exactly at 8.95 + 0.05
@@ -393,8 +391,6 @@ def test_published_reading_at_the_tolerance_edges_and_in_words():
 
 
 def test_highest_list_price_names_the_dearest_listed_price():
-    import pandas as pd
-
     rows = pd.DataFrame(
         {
             "id": ["a", "b", "token-value:x", "c", "d"],
@@ -428,8 +424,6 @@ def test_highest_list_price_names_the_dearest_listed_price():
 
 
 def test_who_names_submitter_hardware_gpus_model_and_engine():
-    import pandas as pd
-
     r = dict(submitter="S", hardware="gb300", gpus=4, model="deepseek-v4.1-flash")
     r["engine"] = "vLLM, nightly"
     assert ev._who(pd.Series(r)) == ("S", "GB300 x 4", "DeepSeek-V4.1-Flash", "vLLM")
