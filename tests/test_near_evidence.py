@@ -4,6 +4,7 @@ shipped published points."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict
 
 import pandas as pd
@@ -444,4 +445,98 @@ def test_who_names_submitter_hardware_gpus_model_and_engine():
         "Some Rack x 4",
         "m",
         "vLLM",
+    )
+
+
+def test_closest_and_basis_reading_in_words_and_as_data():
+    """A closest point: who, value, a NOT VERIFIED flag, the claim over it, setup and URL, how
+    it differs by its kind, superseded by date; the tied spread for a tie; a basis reading's
+    line leads with physics' refusal, the verdict, the margin (none for "-" or ""), then the
+    evidence; as data, every tuple a list and the ruled-out text beside its reading."""
+    from rackbook.core.basis import Difference
+
+    diffs = (Difference("hardware", "gb300", "b300"), Difference("engine", "SGLang", "vLLM"))
+    c = ev.Closest(
+        "p",
+        ("S", "GB300 x 4"),
+        904.78,
+        "output tok/s/GPU",
+        2.0,
+        "https://u",
+        diffs,
+        False,
+        "near",
+        superseded="2026-10-07: a later post",
+        setup="concurrency 1",
+    )
+    assert c.who == "S · GB300 x 4" and c.span() == "904.8 output tok/s/GPU, the claim 2x it"
+    assert c.text() == (
+        "S · GB300 x 4: 904.8 output tok/s/GPU (NOT VERIFIED), the claim 2x it (concurrency 1; "
+        "https://u); does not decide: differs in hardware: GB300 (claim: b300); engine: SGLang "
+        "(claim: vLLM); superseded 2026-10-07"
+    )
+    d = c.as_dict()
+    assert d["differences"] == ["hardware: gb300 (claim: b300)", "engine: SGLang (claim: vLLM)"]
+    assert d["differing"] == [
+        {"part": "hardware", "point": "gb300", "claim": "b300"},
+        {"part": "engine", "point": "SGLang", "claim": "vLLM"},
+    ]
+    assert (d["source"], d["tied"], d["who"]) == (["S", "GB300 x 4"], [], "S · GB300 x 4")
+    assert (d["id"], d["value"], d["ratio"], d["kind"], d["setup"]) == (
+        "p",
+        904.78,
+        2.0,
+        "near",
+        "concurrency 1",
+    )
+    tie = ev.Closest(
+        "p", ("S",), 8.61, "x", None, "https://u", (), True, "like for like", ("q", "r"), 8.61, 8.95
+    )
+    assert tie.text() == "S: 8.61x to 8.95x (3 points equally close) (https://u); like for like"
+    assert tie.as_dict()["tied"] == ["q", "r"]
+    ana = ev.Closest("p", ("S",), 8.61, "x", 0.9, "https://u", diffs[:1], True, "analogue")
+    assert ana.text() == (
+        "S: 8.61x, the claim 0.9x it (https://u); an analogue, never decides: differs in "
+        "hardware: GB300 (claim: b300)"
+    )
+    mod = ev.Closest("p", ("S",), 3.3, "$/GPU-hour", 2.0, "https://u", diffs[1:], True, "modelled")
+    assert mod.text().endswith("(https://u); differs in engine: SGLang (claim: vLLM)")
+    ruled = ev.RuledOut(954000, "decode", 3.944, "compute", 241834.2, "GB300")
+    br = ev.BasisReading("mean TPOT", "above", "1.2x it", "b", ("p",), ("https://u",), c, "conv")
+    br = dataclasses.replace(br, ruled_by=ruled)
+    assert br.ruled_out == ruled.text()
+    assert br.evidence == "closest: " + c.text()
+    assert (
+        br.text()
+        == f"as mean TPOT: ruled out by physics ({ruled.text()}); above (1.2x it); " + (br.evidence)
+    )
+    d = br.as_dict()
+    assert (d["decided_on"], d["sources"], d["ruled_out"]) == (["p"], ["https://u"], ruled.text())
+    assert d["closest"] == c.as_dict() and d["near"] is None
+    near = ev.Near("n", ("a",), 5.0, 5.0, "x", 2.0, 2.0, ("model",), ("https://n",))
+    plain = ev.BasisReading("as stated", "none published", "-", "b", (), (), None, "", near=near)
+    assert (
+        plain.evidence
+        == "no published point; near evidence: 1 near point, 5x; the claim 2x it "
+        + ("(differing in: model)")
+    )
+    assert plain.text() == "as stated: none published; " + plain.evidence
+    assert plain.as_dict()["near"] == near.as_dict() and plain.as_dict()["closest"] is None
+    assert near.as_dict() == dict(
+        basis="n",
+        points=["a"],
+        low=5.0,
+        high=5.0,
+        unit="x",
+        ratio_low=2.0,
+        ratio_high=2.0,
+        differences=["model"],
+        urls=["https://n"],
+        unverified=[],
+        superseded=[],
+        head="",
+    )
+    empty = dataclasses.replace(plain, near=None, margin="")
+    assert (
+        empty.text() == "as stated: none published; no published point" and empty.ruled_out is None
     )
