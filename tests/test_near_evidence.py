@@ -540,3 +540,83 @@ def test_closest_and_basis_reading_in_words_and_as_data():
     assert (
         empty.text() == "as stated: none published; no published point" and empty.ruled_out is None
     )
+
+
+def _near(basis: str, lo: float, hi: float, points=("a",), unverified=()) -> ev.Near:
+    return ev.Near(basis, points, 1.0, 2.0, "x", lo, hi, (), (), unverified=unverified)
+
+
+def test_near_summary_prefers_a_verified_bracket_holding_the_figure():
+    """At the top: the first basis whose near points hold the figure, verified ones before a
+    bracket of second-hand points only; else the preferred basis; else the first. Ruled-out
+    bases and bases without near points are left out."""
+    from types import SimpleNamespace as NS
+
+    below, above = _near("below", 0.5, 0.9), _near("above", 1.1, 1.5)
+    second = _near("second", 0.9, 1.1, unverified=("a",))
+    inside = _near("inside", 0.9, 1.1, points=("a", "b"), unverified=("b",))
+    out = _near("out", 0.9, 1.1)
+    brs = [
+        NS(near=below, ruled_out=None),
+        NS(near=None, ruled_out=None),
+        NS(near=second, ruled_out=None),
+        NS(near=out, ruled_out="physics"),
+        NS(near=inside, ruled_out=None),
+        NS(near=above, ruled_out=None),
+    ]
+    s = ev.near_summary(brs, prefer="above")
+    assert s["basis"] == "inside" and s["position"] == "inside" and s["verified"] is True
+    assert s["bases"] == ["below", "second", "inside", "above"]
+    assert [b["basis"] for b in s["per_basis"]] == s["bases"]
+    assert [b["position"] for b in s["per_basis"]] == ["below", "inside", "inside", "above"]
+    assert "differences" not in s and "urls" not in s and s["points"] == ["a", "b"]
+    only_second = ev.near_summary([brs[0], brs[2]], prefer="below")
+    assert only_second["basis"] == "second" and only_second["verified"] is False
+    preferred = ev.near_summary([brs[0], brs[5]], prefer="above")
+    assert preferred["basis"] == "above" and preferred["position"] == "above"
+    assert ev.near_summary([brs[0], brs[5]], prefer="none of them")["basis"] == "below"
+    assert ev.near_summary([brs[0], brs[5]])["basis"] == "below"
+    assert ev.near_summary([brs[1], brs[3]]) is None and ev.near_summary([]) is None
+
+
+def _reading(name: str, closest: ev.Closest | None, near: ev.Near | None = None):
+    return ev.BasisReading(name, "none published", "-", "b", (), (), closest, "", near=near)
+
+
+def test_top_names_the_bases_whose_closest_points_are_closest():
+    """The bases whose closest point scores least (a verified one before a second-hand one at
+    the same score), one holding the figure in its near points first, ties kept in order; the
+    margin names the kind, and each basis where several are equally close."""
+    from rackbook.core.basis import Difference
+
+    def close(value, diffs=(), verified=True, kind="near", modelled=False):
+        return ev.Closest(
+            "p", ("S",), value, "x", 2.0, "u", diffs, verified, kind, modelled=modelled
+        )
+
+    far = close(9.0, (Difference("metric", "m"),))
+    a = _reading("a", close(1.0, (Difference("engine", "e"),)))
+    b = _reading("b", close(2.0, (Difference("serving", "s"),)))
+    c = _reading("c", close(3.0, (Difference("engine", "e"),)), near=_near("c", 0.9, 1.1))
+    d = _reading("d", close(4.0, (Difference("engine", "e"),), verified=False))
+    top, words = ev._top([_reading("x", far), a, c, d, _reading("none", None)])
+    assert [t.name for t in top] == ["c", "a"]
+    assert words == (
+        "closest published point (near, does not decide), on 2 bases equally close: as c: 3x, "
+        "the claim 2x it; as a: 1x, the claim 2x it"
+    )
+    top, words = ev._top([a, b])
+    assert [t.name for t in top] == ["b"]
+    assert words == "closest published point (near, does not decide): 2x, the claim 2x it"
+    top, words = ev._top([d])
+    assert [t.name for t in top] == ["d"]
+    assert ev._top([_reading("m", close(3.3, modelled=True, kind="like for like"))])[1] == (
+        "closest published figure (a modelled price, not a measurement): 3.3x, the claim 2x it"
+    )
+    assert ev._top([_reading("l", close(3.3, kind="like for like"))])[1].startswith(
+        "closest like-for-like point: 3.3x"
+    )
+    assert ev._top([_reading("an", close(3.3, kind="analogue"))])[1].startswith(
+        "closest published analogue (never decides): 3.3x"
+    )
+    assert ev._top([_reading("none", None)]) == ([], "-") and ev._top([]) == ([], "-")
