@@ -5,6 +5,7 @@ shipped published points."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import asdict
 
 import pandas as pd
@@ -620,3 +621,72 @@ def test_top_names_the_bases_whose_closest_points_are_closest():
         "closest published analogue (never decides): 3.3x"
     )
     assert ev._top([_reading("none", None)]) == ([], "-") and ev._top([]) == ([], "-")
+
+
+def test_near_analogue_and_stated_differences_on_a_basis():
+    """is_near: never across metric, tokens or per, at most one stated decisive difference, the
+    same model family (a point of no model passes), the same GPU generation unless either side
+    leaves the hardware open; is_analogue: another metric, tokens, per or model, or another
+    GPU generation; stated differences skip model and hardware, and speculation the claim
+    leaves unknown."""
+    from rackbook.core.basis import Difference
+
+    cid = "single-user.throughput"
+    cb = claims.load_claims().get(cid).figure_basis  # B300, speculation unknown
+
+    def read(point):
+        diffs = ev.differences(cb, point, cid)
+        return diffs, [d for d in diffs if d.part in ev.DECISIVE[cid]]
+
+    gb300 = cb.replace(hardware="gb300", engine="SGLang")
+    diffs, dec = read(gb300)
+    assert [d.part for d in diffs] == ["hardware", "engine"] and ev.stated_differences(
+        cb, dec
+    ) == []
+    assert ev.is_near(cb, gb300, diffs, dec) and not ev.is_analogue(cb, gb300, dec)
+    b200 = cb.replace(hardware="B200")
+    diffs, dec = read(b200)
+    assert not ev.is_near(cb, b200, diffs, dec) and ev.is_analogue(cb, b200, dec)
+    one = cb.replace(gpu_count=8)
+    diffs, dec = read(one)
+    assert ev.stated_differences(cb, dec) == ["gpu_count"] and ev.is_near(cb, one, diffs, dec)
+    two = cb.replace(gpu_count=8, concurrency=4)
+    diffs, dec = read(two)
+    assert ev.stated_differences(cb, dec) == ["gpu_count", "concurrency"]
+    assert not ev.is_near(cb, two, diffs, dec)
+    pro = cb.replace(model="DeepSeek-V4-Pro")
+    diffs, dec = read(pro)
+    assert not ev.is_near(cb, pro, diffs, dec) and ev.is_analogue(cb, pro, dec)
+    sib = cb.replace(model="DeepSeek-V4-Flash")
+    diffs, dec = read(sib)
+    assert ev.is_near(cb, sib, diffs, dec) and ev.is_analogue(cb, sib, dec)
+    per = cb.replace(per="GPU")
+    diffs, dec = read(per)
+    assert not ev.is_near(cb, per, diffs, dec) and ev.is_analogue(cb, per, dec)
+    assert ev.is_near(cb, cb.replace(hardware="-", model="-"), [], [])
+    assert ev.is_near(cb.replace(hardware="unknown"), b200, [], [])
+    assert not ev.is_analogue(cb, cb, [])
+    spec = [Difference("speculation", "real", "none"), Difference("model", "m")]
+    assert ev.stated_differences(cb, spec) == []
+    assert ev.stated_differences(cb.replace(speculation="none"), spec) == ["speculation"]
+    # the cost compares metric, hardware and per only: a price depends on no model or GPU count
+    cost = claims.load_claims().get("rack-scaling.cost").figure_basis
+    assert [d.part for d in ev.differences(cost, cb, "rack-scaling.cost")] == ["hardware", "per"]
+
+
+def test_mismatch_and_scale_in_words_and_numbers():
+    reg = claims.load_claims()
+    c = reg.get("single-user.throughput")
+    assert ev.mismatch({"basis": None}, c) == "no basis"
+    assert ev.mismatch({"basis": c.figure_basis}, c) == "same basis as the claim"
+    other = c.figure_basis.replace(hardware="gb300", engine="SGLang")
+    assert ev.mismatch({"basis": other}, c) == (
+        "differs from the claim in: hardware: GB300 (claim: B300); engine: SGLang (claim: vLLM)"
+    )
+    node = ev.PLAUSIBLE["rack-scaling.throughput"][3]
+    assert ev.scale_of(node) == 1 / 7.9  # divided by the speed-up claim's figure
+    assert ev.scale_of(dataclasses.replace(node, scale=2.0)) == 2 / 7.9
+    assert ev.scale_of(ev.PLAUSIBLE["rack-scaling.throughput"][4]) == 1 / 72
+    assert ev.scale_of(ev.PLAUSIBLE["rack-scaling.cost"][2]) == 0.25
+    no_figure = dataclasses.replace(node, divide_by="prefill-gain.gain")  # a range: no value
+    assert math.isnan(ev.scale_of(no_figure))
