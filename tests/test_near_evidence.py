@@ -690,3 +690,33 @@ def test_mismatch_and_scale_in_words_and_numbers():
     assert ev.scale_of(ev.PLAUSIBLE["rack-scaling.cost"][2]) == 0.25
     no_figure = dataclasses.replace(node, divide_by="prefill-gain.gain")  # a range: no value
     assert math.isnan(ev.scale_of(no_figure))
+
+
+def test_reading_is_the_claim_evidence_as_a_claim_reading():
+    """reading: the figure given, else the registry's, else the claim's own; its closest point
+    with the basis it was read on, each basis by name, the highest list price, as data."""
+    from types import SimpleNamespace
+
+    reg = claims.load_claims()
+    e = ev.claim_evidence("rack-scaling.cost", 3.0)
+    r = ev.reading("rack-scaling.cost", 3.0, registry=reg)
+    assert r.verdict == e.verdict == ev.DEPENDS and r.reading == "published"
+    assert (r.margin, r.reason, r.sources, r.near, r.ruled_out) == (
+        e.margin,
+        e.reason,
+        e.sources,
+        e.near,
+        e.ruled_out,
+    )
+    assert r.closest == e.closest.as_dict() | {"basis": e.closest_basis}
+    assert r.closest["basis"] == e.closest_basis is not None
+    assert r.basis == " | ".join(f"as {b.name}: {b.basis}" for b in e.bases)
+    assert r.basis.startswith("as a rental price: rental price per GPU-hour; per GPU; ")
+    assert r.by_basis == tuple(b.as_dict() for b in e.bases)
+    assert r.list_price == e.list_price and r.list_price["value"] == 18.0
+    assert ev.reading("rack-scaling.cost").verdict == "above"  # the claim's own $38.96
+    fake = SimpleNamespace(get=lambda cid: SimpleNamespace(value=3.0))
+    assert ev.reading("rack-scaling.cost", registry=fake).verdict == ev.DEPENDS
+    assert ev.reading("rack-scaling.cost", 50.0, registry=fake).verdict == "above"
+    none = ev.reading("context-latency.delta")
+    assert none.closest is None and none.verdict == "none published"
