@@ -4,6 +4,7 @@ fixture, and leave-one-source-out that really leaves the source out."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -477,3 +478,82 @@ def test_bands_splits_ratios_and_the_prediction_row() -> None:
         "deployment": "dp-ep",
         "fit": "without s",
     }
+
+
+def _tiny_points() -> tuple[list[V.Point], list[V.Excluded]]:
+    pts = [
+        point("a1", "src-a", measured=1000.0),
+        point("a2", "src-a", measured=2000.0, gpus=8, batch=64.0),
+        point("b1", "src-b", measured=500.0, batch=None, primary=False),
+    ]
+    return pts, [V.Excluded("z", "figures", "not in the catalog")]
+
+
+def test_validate_prints_each_point_and_the_summaries(monkeypatch, capsys) -> None:
+    import argparse
+
+    pts, ex = _tiny_points()
+    monkeypatch.setattr(V, "load", lambda: (pts, ex))
+    assert V.cli_validate(argparse.Namespace(fit=False, json=False)) == 0
+    out = capsys.readouterr().out.splitlines()
+    rep = V.report(pts, E.load_fit())
+    assert rep["held_out"] is True and rep["fit"]["source"] == E.load_fit().source
+    assert rep["primary"] == V.summary(V.predictions(pts[:2], E.load_fit()))
+    assert [x["id"] for x in rep["points"]] == ["a1", "a2", "b1"]
+    want = [
+        f"  {x['source']}: {x['id']}: measured {x['measured']:,.0f}, expected "
+        f"{x['expected']:,.0f} ({x['low']:,.0f}-{x['high']:,.0f}), ratio {x['ratio']:.2f} "
+        f"[GB300 x {x['gpus']}, {x['band']}, all]"
+        for x in rep["points"]
+    ]
+    assert out == [
+        *want,
+        "  not validated: figures: z: not in the catalog",
+        f"all points: {E.held_out_text(rep['all'])}",
+        f"primary sources: {E.held_out_text(rep['primary'])}",
+    ]
+    assert out[0].startswith("  src-a: a1: measured 1,000, expected ")
+    monkeypatch.setattr(V, "load", lambda: ([], []))
+    assert V.cli_validate(argparse.Namespace(fit=False, json=False)) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "all points: no points",
+        "primary sources: no points",
+    ]
+
+
+def test_validate_fit_writes_the_fit_file_and_its_held_out_summary(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    import argparse
+    import json
+
+    import yaml
+
+    pts, ex = _tiny_points()
+    monkeypatch.setattr(V, "load", lambda: (pts, ex))
+    target = tmp_path / "expected-fit.yaml"
+    monkeypatch.setattr(E, "FIT_FILE", str(target))  # absolute: data/ is left as it is
+    assert V.cli_validate(argparse.Namespace(fit=True, json=True)) == 0
+    out = capsys.readouterr().out.splitlines()
+    text = target.read_text()
+    assert text.startswith("# written by rackbook validate --fit\n")
+    doc = yaml.safe_load(text)
+    res = V.fit_points(pts)
+    assert doc["schema_version"] == 1 and doc["fit"] == res.fit.params()
+    assert doc["held_out"] == {k: v.params() for k, v in res.held_out.items()}
+    assert set(doc["held_out"]) == {"src-a", "src-b"}
+    assert doc["grid"] == {"efficiency": list(V.EFFICIENCIES), "layer_s": list(V.LAYER_S)}
+    assert doc["points"] == [{"id": p.id, "source": p.source, "measured": p.measured} for p in pts]
+    assert "Regenerate: rackbook validate --fit" in doc["method"]
+    fitted = dataclasses.replace(res.fit, source="fitted now", held_out=doc["held_out"])
+    rep = V.report(pts, fitted)
+    assert doc["validation"] == {"all": rep["all"], "primary": rep["primary"]}
+    assert out[0] == (
+        f"wrote {target}: efficiency {res.fit.efficiency:g}, floor {res.fit.layer_s * 1e6:g} µs "
+        "a layer"
+    )
+    last = json.loads(out[-1])
+    assert last["fit"]["source"] == "fitted now" and last["held_out"] is True
+    assert last["excluded"] == [{"id": "z", "source": "figures", "reason": "not in the catalog"}]
+    assert [p["fit"] for p in last["points"]] == ["without src-a", "without src-a", "without src-b"]
+    assert last["all"] == rep["all"]
