@@ -720,3 +720,92 @@ def test_reading_is_the_claim_evidence_as_a_claim_reading():
     assert ev.reading("rack-scaling.cost", 50.0, registry=fake).verdict == "above"
     none = ev.reading("context-latency.delta")
     assert none.closest is None and none.verdict == "none published"
+
+
+def _point(pid: str, value: float, basis, **kw) -> dict:  # type: ignore[no-untyped-def]
+    row = dict(id=pid, value=value, unit="tok/s per user", url=f"https://{pid}", basis=basis)
+    row |= dict(role="measurement", verified=True, gpus=4, submitter=f"S{pid}", hardware="b300")
+    row |= dict(model="deepseek-v4.1-flash", engine="vLLM", concurrency=1, isl=None, osl=None)
+    row |= dict(speculative=None, date="2026-01-01", superseded=None, price_kind=None)
+    return row | kw
+
+
+def test_basis_readings_on_made_up_points_decide_only_like_for_like_verified_ones():
+    """single-user.throughput read per statistic: on the median basis a verified point of its
+    exact basis decides (826 is 1.03x the 800 published); a second-hand one of the mean basis
+    is like for like but decides nothing; a GB300 point is near; context rows and rows without a
+    basis are never read; each basis takes only the points of its own statistic."""
+    c = claims.load_claims().get("single-user.throughput")
+    med, mean = (c.figure_basis.replace(statistic=s) for s in ("median", "mean"))
+    pts = pd.DataFrame(
+        [
+            _point("p1", 800.0, med),
+            _point("p2", 900.0, mean, verified=False),
+            _point("p3", 1.0, med, role="context"),
+            _point("p4", 2.0, None),
+            _point("p5", 850.0, med.replace(hardware="gb300"), hardware="gb300"),
+            _point(
+                "p6",
+                700.0,
+                mean.replace(hardware="gb300", engine="SGLang"),
+                hardware="gb300",
+                engine="SGLang",
+                superseded="2026-02-01: later",
+            ),
+        ]
+    )
+    mean_r, med_r = ev._basis_readings(c, 826.0, pts)
+    assert (med_r.name, med_r.verdict, med_r.decided_on, med_r.sources) == (
+        "median (P50) TPOT",
+        "above",
+        ("p1",),
+        ("https://p1",),
+    )
+    assert med_r.margin == "1.03x the highest published (800 tok/s per user)"
+    assert med_r.basis == med.short() and not med_r.modelled and med_r.step == ""
+    assert (med_r.closest.id, med_r.closest.kind, med_r.closest.ratio) == (
+        "p1",
+        "like for like",
+        826 / 800,
+    )
+    assert med_r.closest.tied == () and med_r.closest.source == (
+        "Sp1",
+        "B300 x 4",
+        "DeepSeek-V4.1-Flash",
+        "vLLM",
+    )
+    assert med_r.near.points == ("p5",) and (med_r.near.low, med_r.near.high) == (850.0, 850.0)
+    assert med_r.near.differences == ("hardware",) and med_r.near.urls == ("https://p5",)
+    assert med_r.near.ratio_low == med_r.near.ratio_high == 826 / 850
+    assert (mean_r.verdict, mean_r.margin, mean_r.decided_on) == ("none published", "-", ())
+    assert (mean_r.closest.id, mean_r.closest.kind, mean_r.closest.verified) == (
+        "p2",
+        "near",
+        False,
+    )
+    assert mean_r.closest.ratio == 826 / 900
+    n = mean_r.near
+    assert (n.points, n.low, n.high, n.unverified, n.superseded) == (
+        ("p2", "p6"),
+        700.0,
+        900.0,
+        ("p2",),
+        ("p6",),
+    )
+    assert n.differences == ("hardware", "engine") and n.urls == ("https://p2", "https://p6")
+    assert (n.basis, n.head, n.unit) == ("mean TPOT", "mean TPOT", "tok/s per user")
+    assert (n.ratio_low, n.ratio_high) == (826 / 900, 826 / 700)
+    assert mean_r.ruled_by is None and med_r.ruled_by is None
+    # no figure: nothing placed, the closest point kept without a ratio
+    unknown = ev._basis_readings(c, None, pts)[1]
+    assert unknown.verdict == "none published" and unknown.closest.ratio is None
+    assert unknown.closest.ratio_low is None and unknown.closest.id == "p1"
+    # a tolerance of 30 tok/s holds 826 within 800
+    assert ev._basis_readings(c, 826.0, pts, tolerance=30.0)[1].verdict == "within"
+    assert ev._basis_readings(c, 826.0, pts, tolerance=25.0)[1].verdict == "above"
+    # two points as close: a tie, the spread of both and the setup only where they share it
+    twin = _point("p0", 810.0, med, concurrency=2)
+    tied = ev._basis_readings(c, 826.0, pd.concat([pts, pd.DataFrame([twin])]))[1].closest
+    assert (tied.id, tied.tied, tied.low, tied.high) == ("p0", ("p1",), 800.0, 810.0)
+    assert (tied.ratio_low, tied.ratio_high, tied.setup) == (826 / 810, 826 / 800, "")
+    assert med_r.closest.setup == "concurrency 1, 2026-01-01"
