@@ -1279,3 +1279,39 @@ def test_converted_rows_follow_each_sources_output_rule():
     assert published_rows.converted_rows(single) == []
     (row,) = published_rows.converted_rows(cell)
     assert row["value"] == pytest.approx(423.5556, abs=1e-4)
+
+
+def test_evidence_table_shows_a_ruled_out_readings_margin_and_a_point_without_basis(monkeypatch):
+    """A reading physics rules out keeps its own margin after the refusal ("" and "-" shown as
+    nothing); a published point without a basis has no basis cell."""
+    import dataclasses
+
+    real_evidence, real_points = evidence.claim_evidence, evidence.published_points
+
+    def claim_evidence(cid, value=None):  # type: ignore[no-untyped-def]
+        e = real_evidence(cid, value)
+        if cid != "single-user.throughput":
+            return e
+        ruled = evidence.RuledOut(900.0, "decode", 2.0, "compute", 450.0, "B300")
+        a = dataclasses.replace(e.bases[0], ruled_by=ruled, margin="1.2x the highest")
+        b = dataclasses.replace(e.bases[1], ruled_by=ruled, margin="")
+        return dataclasses.replace(e, bases=(a, b))
+
+    def published_points(result=None):  # type: ignore[no-untyped-def]
+        df = real_points(result)
+        if result is None:
+            return df
+        extra = df.iloc[[0]].copy()
+        extra["id"], extra["basis"] = "no-basis", None
+        return pd.concat([df, extra], ignore_index=True)
+
+    monkeypatch.setattr(evidence, "claim_evidence", claim_evidence)
+    monkeypatch.setattr(evidence, "published_points", published_points)
+    t = evidence.evidence_table("single-user")
+    reads = t[t["kind"] == "reading"]["margin"].tolist()
+    why = "ruled out by physics: 900 computed decode tok/s per GPU is 2x the compute ceiling of "
+    why += "450 on B300"
+    assert reads == [f"{why}; 1.2x the highest", why]
+    last = t.iloc[-1]
+    assert last["kind"] == "published" and pd.isna(last["basis"])
+    assert last["value"] == t.iloc[3]["value"] and isinstance(t.iloc[3]["basis"], str)
