@@ -1137,6 +1137,21 @@ def test_load_rows_reads_each_source_in_its_claims_unit():
         72,
     )
     assert ratio["claim_id"] == "rack-scaling.speedup" and ratio["notes"] == published_rows._RATIO
+    assert (ratio["submitter"], ratio["hardware"], ratio["model"], ratio["scenario"]) == (
+        "NVIDIA",
+        "NVIDIA GB300",
+        "deepseek-r1",
+        "Offline",
+    )
+    assert (ratio["precision"], ratio["engine_version"], ratio["source"]) == (
+        "fp4",
+        "v6.1",
+        "mlperf-v6.1-dsr1",
+    )
+    assert ratio["url"].endswith(
+        "/closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/"
+        "deepseek-r1/Offline/performance/run_1"
+    )
     assert ratio["system"] == (
         "NVIDIA GB300 NVL72 (72x GB300-288GB_aarch64, TensorRT) vs NVIDIA GB300 NVL72 (8x "
         "GB300-288GB_aarch64, TensorRT)"
