@@ -1330,3 +1330,33 @@ def test_evidence_table_shows_a_ruled_out_readings_margin_and_a_point_without_ba
     last = t.iloc[-1]
     assert last["kind"] == "published" and pd.isna(last["basis"])
     assert last["value"] == t.iloc[3]["value"] and isinstance(t.iloc[3]["basis"], str)
+
+
+def test_every_row_keeps_its_sources_stated_fields():
+    """Each figures.yaml figure and each trace row becomes a row with its stated fields as they
+    are (submitter, system, hardware, GPUs, lengths, engine, quote, role, price kind...)."""
+    df = published_rows.load_rows(str(paths.DATA)).set_index("id")
+    figs = claims.load_figures().figures
+    same = "submitter hardware model precision engine engine_version speculative url date gpus isl"
+    same += " osl concurrency quote notes role verified price_kind superseded tok_s_per_user"
+    for f in figs:
+        row = df.loc[f"figures:{f.id}"]
+        for k in same.split():
+            assert _same(row[k], getattr(f, k)), (f.id, k)
+        assert (row["claim_id"], row["source"], row["kind"]) == (
+            f.claim,
+            "figures.yaml",
+            "published",
+        )
+        assert row["basis"] == f.figure_basis
+    raw = published_rows.trace_points(str(paths.DATA / "published"))
+    for r in raw.to_dict("records"):
+        row = df.loc[f"{r['source']}:{r['point_id']}"]
+        for k in (*published_rows._AS_STATED, "scenario", "notes", "source"):
+            assert _same(row[k], r[k]), (r["point_id"], k)
+        for k in ("gpus", "isl", "osl", "concurrency"):
+            assert _same(row[k], published_rows.int_or_none(r[k])), (r["point_id"], k)
+        assert row["tok_s_per_gpu"] == r["tok_s_per_gpu"]
+        assert _same(row["tok_s_per_user"], r["tok_s_per_user"])
+        assert (row["kind"], row["role"], row["verified"]) == ("published", "measurement", True)
+    assert len(df) == len(set(df.index)) == 117
