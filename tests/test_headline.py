@@ -136,6 +136,13 @@ def test_the_outcome_as_json_markdown_and_written(tmp_path, monkeypatch):
     ]
     assert [r["reading"] for r in doc["readings"]] == ["physics", "published", "this run"]
     assert doc["certainty"] and doc["certainty"][0]["claim_id"] == CID
+    from dataclasses import asdict
+
+    from rackbook.results.conclusions import certainties
+
+    want = [c.to_dict() for c in certainties("decode-parity", [asdict(r) for r in rs])]
+    assert doc["certainty"] == want and doc["headlines"] == [asdict(h) for h in hs]
+    assert doc["readings"] == [asdict(r) for r in rs]
     assert doc["created"].endswith("+00:00") and "T" in doc["created"]
     assert out.markdown() == (
         f"- `gap` = **1,234 tok/s** (modelled; the claim {headline._figure(CID)}: *possible*): "
