@@ -1220,6 +1220,10 @@ def test_load_rows_reads_each_source_in_its_claims_unit():
     )
     assert tv["submitter"] == "DeepSeek API list prices x AgentX mix (computed here)"
     assert tv["conversion"] == published_rows._TOKEN_VALUE_RULE and tv["source"] == "figures.yaml"
+    out_share = 444 / (142000 + 444)
+    per_m = out_share * 0.6 + (1 - out_share) * (0.95 * 0.003 + 0.05 * 0.15)
+    assert tv["value"] == pytest.approx(954000 * 3600 / 1e6 * per_m, rel=1e-12)
+    assert tv["basis"].model == "DeepSeek-V4.1-Flash" and tv["basis"].per == "GPU"
     b = tv["basis"]
     assert (b.metric, b.tokens, b.workload, b.statistic, b.hardware, b.engine) == (
         "token value per GPU-hour",
@@ -1360,3 +1364,26 @@ def test_every_row_keeps_its_sources_stated_fields():
         assert _same(row["tok_s_per_user"], r["tok_s_per_user"])
         assert (row["kind"], row["role"], row["verified"]) == ("published", "measurement", True)
     assert len(df) == len(set(df.index)) == 117
+
+
+def test_prefill_rows_read_the_table_and_its_source_under_the_data_folder(tmp_path):
+    """prefill_rows reads the table and its SOURCE.txt under the data folder it is given: a
+    panel's GPUs from its name (TP8: 8), the source URL, no date where the file states none."""
+    src = tmp_path / "published" / "sources"
+    src.mkdir(parents=True)
+    (src / "vllm-dsv41-prefill-ttft-SOURCE.txt").write_text(
+        "file: vllm-dsv41-prefill-ttft.js\nsource: https://example.org/t\n"
+    )
+    (src / "vllm-dsv41-prefill-ttft.js").write_text(
+        'const DATA = [{ cfg: "TP8", rows: [{ p: "2K", off: 300, eager: 250, graph: 200 }]}];'
+    )
+    (row,) = published_rows.prefill_rows(str(tmp_path))
+    assert (row["id"], row["gpus"], row["value"]) == ("vllm-dsv41-prefill-ttft:TP8/2K", 8, 50.0)
+    assert (row["url"], row["date"], row["system"]) == (
+        "https://example.org/t",
+        None,
+        "TP8, 2K prompt",
+    )
+    assert row["as_published"] == "TTFT 300 ms off, 200 ms graphs"
+    assert row["notes"].endswith("replay on with an eager decoder: +20.0 %")
+    assert row["basis"].gpu_count == 8
