@@ -1224,6 +1224,8 @@ def test_load_rows_reads_each_source_in_its_claims_unit():
     per_m = out_share * 0.6 + (1 - out_share) * (0.95 * 0.003 + 0.05 * 0.15)
     assert tv["value"] == pytest.approx(954000 * 3600 / 1e6 * per_m, rel=1e-12)
     assert tv["basis"].model == "DeepSeek-V4.1-Flash" and tv["basis"].per == "GPU"
+    miss = claims.load_figures().get("deepseek-api.v41flash-cache-miss-offpeak")
+    assert (tv["quote"], tv["url"], tv["date"]) == (miss.quote, miss.url, miss.date)
     b = tv["basis"]
     assert (b.metric, b.tokens, b.workload, b.statistic, b.hardware, b.engine) == (
         "token value per GPU-hour",
