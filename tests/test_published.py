@@ -1389,3 +1389,24 @@ def test_prefill_rows_read_the_table_and_its_source_under_the_data_folder(tmp_pa
     assert row["as_published"] == "TTFT 300 ms off, 200 ms graphs"
     assert row["notes"].endswith("replay on with an eager decoder: +20.0 %")
     assert row["basis"].gpu_count == 8
+
+
+def test_token_value_is_verified_only_where_every_figure_it_reads_is(tmp_path):
+    """The token value rests on the three prices, the AgentX mix and the hit share: one
+    second-hand figure among them makes both rows second-hand."""
+    shutil.copy(paths.DATA / "claims.yaml", tmp_path / "claims.yaml")
+    shutil.copytree(paths.DATA / "published", tmp_path / "published")
+    f = tmp_path / "published" / "figures.yaml"
+    text = f.read_text()
+    at = text.index("id: deepseek-api.v41flash-cache-hit-offpeak")
+    end = text.index("verified: true", at)
+    f.write_text(text[:end] + "verified: false" + text[end + len("verified: true") :])
+    rows = published_rows.token_value_rows(str(tmp_path))
+    assert [r["verified"] for r in rows] == [False, False]
+    assert [r["id"] for r in rows] == [
+        "token-value:rack-scaling.throughput/hit95",
+        "token-value:rack-scaling.throughput/hit96",
+    ]
+    shipped = published_rows.token_value_rows(str(paths.DATA))
+    assert [r["verified"] for r in shipped] == [True, True]
+    assert [r["value"] for r in rows] == [r["value"] for r in shipped]
