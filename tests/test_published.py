@@ -1162,6 +1162,7 @@ def test_load_rows_reads_each_source_in_its_claims_unit():
         "deployment",
         "72 GPUs over 8",
     )
+    assert b.statistic == "rate" and b.tokens == "output"
     pf = _row(df, "vllm-dsv41-prefill-ttft:TP4/128K")
     assert pf["value"] == pytest.approx((2267 / 1392 - 1) * 100)
     assert (pf["as_published"], pf["system"], pf["gpus"]) == (
@@ -1410,3 +1411,17 @@ def test_token_value_is_verified_only_where_every_figure_it_reads_is(tmp_path):
     shipped = published_rows.token_value_rows(str(paths.DATA))
     assert [r["verified"] for r in shipped] == [True, True]
     assert [r["value"] for r in rows] == [r["value"] for r in shipped]
+
+
+def test_a_single_user_cell_without_a_statistic_reads_its_median_tpot():
+    """A cookbook cell at concurrency 1 naming no latency statistic: shown as its median TPOT
+    (3 significant digits), its basis's statistic left open ("-")."""
+    tp = published_rows.trace_points(str(paths.DATA / "published"))
+    r = tp[tp["point_id"] == "b300/flash/fp4/low-latency/c1"].iloc[0].copy()
+    r["latency_statistic"], r["tpot_median_s"] = None, 0.0012345
+    row = published_rows._from_trace_row(r)
+    assert row["as_published"] == "median TPOT 1.23 ms"
+    assert row["claim_id"] == "single-user.throughput" and row["unit"] == "tok/s per user"
+    b = row["basis"]
+    assert (b.statistic, b.metric, b.per) == ("-", "per-user decode speed", "user")
+    assert published_rows.trace_row_basis(r).statistic == "rate"  # per GPU unless per_user
