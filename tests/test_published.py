@@ -936,6 +936,7 @@ def test_number_and_value_texts_at_their_thresholds():
         "1,234.6",
         "9,999.9",
     ]
+    assert nt(10000.5) == "10,000" and nt(9999.5) == "9,999.5"  # from 10,000: no decimal
     assert [nt(v) for v in (-1500, -1234.56, 10000, 12345.6, -12345.6)] == [
         "-1,500",
         "-1,234.6",
@@ -1288,6 +1289,7 @@ def test_converted_rows_follow_each_sources_output_rule():
     dis = ix.copy()
     dis["serving"], dis["decode_gpus"], dis["gpus"] = "disaggregated", 6, 8
     (row,) = published_rows.converted_rows(dis)
+    assert row["basis"].serving == "disaggregated" and row["basis"].tokens == "output"
     assert row["value"] == 500.0 * 6 / 8 and row["gpus"] == 8
     assert row["conversion"] == (
         "output per GPU of the deployment = output per decode GPU x 6 decode / 8 GPUs"
@@ -1425,3 +1427,17 @@ def test_a_single_user_cell_without_a_statistic_reads_its_median_tpot():
     b = row["basis"]
     assert (b.statistic, b.metric, b.per) == ("-", "per-user decode speed", "user")
     assert published_rows.trace_row_basis(r).statistic == "rate"  # per GPU unless per_user
+    # the speculative method is named only where speculation ran (really or simulated)
+    r["speculative"] = "X"
+    for kind, method in (("real", "X"), ("simulated", "X"), ("none", None), ("real or none", None)):
+        r["speculation_kind"] = kind
+        assert published_rows.trace_row_basis(r).spec_method == method, kind
+
+
+def test_a_prefill_table_without_its_export_names_the_file(tmp_path):
+    bad = tmp_path / "t.js"
+    bad.write_text("const X = 1;")
+    with pytest.raises(
+        InputError, match=r"t\.js: DATA: no `export const DATA = \.\.\.` in the file"
+    ):
+        published_rows.load_prefill_table(bad)
