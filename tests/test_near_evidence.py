@@ -809,3 +809,73 @@ def test_basis_readings_on_made_up_points_decide_only_like_for_like_verified_one
     assert (tied.id, tied.tied, tied.low, tied.high) == ("p0", ("p1",), 800.0, 810.0)
     assert (tied.ratio_low, tied.ratio_high, tied.setup) == (826 / 810, 826 / 800, "")
     assert med_r.closest.setup == "concurrency 1, 2026-01-01"
+
+
+def test_claim_evidence_margins_in_full():
+    """The claim-level margin: the bases physics rules out, named with commas and a last
+    "and"; the closest point; the near evidence; the highest list price, each after "; "; a
+    claim's tolerance holds a figure at a published point's edge."""
+    su = ev.claim_evidence("single-user.throughput")
+    assert su.margin == (
+        "closest published point (near, does not decide): 456.6 tok/s per user, the claim "
+        "1.81x it; near evidence, which does not decide (the same quantity on a sibling model or "
+        "GPU): 2 near points, 763.4 tok/s per user to 853.5 tok/s per user; the claim 0.968x to "
+        "1.08x them as median (P50) TPOT (one of 2 bases with near points)"
+    )
+    cost = ev.claim_evidence("rack-scaling.cost")
+    assert cost.margin.startswith(
+        "closest published figure (a modelled price, not a measurement), on 2 bases equally "
+        "close: as a rental price: $3.96/GPU-hour, the claim 9.84x it; as an ownership cost: "
+        "$2.65/GPU-hour to $3.30/GPU-hour (2 points equally close), the claim 11.8x to 14.7x "
+        "them; near evidence, which does not decide"
+    )
+    assert cost.margin.endswith(
+        "(one of 3 bases with near points); highest list price: $18.00/GPU-hour (Oracle Cloud "
+        "(price list, as compiled by callgideon), GB300, NOT VERIFIED), the claim 2.16x it"
+    )
+    rules = "physics rules out as per GPU, output tokens"
+    one = ev.claim_evidence("rack-scaling.throughput", 300000.0)
+    assert one.ruled_out == ("per GPU, output tokens",)
+    assert one.margin.startswith(f"{rules}; closest published point (near, does not decide), on 4")
+    two = ev.claim_evidence("rack-scaling.throughput").margin
+    assert two.startswith(f"{rules} and as per GPU, input + output, cached prefix not counted; cl")
+    four = ev.claim_evidence("rack-scaling.throughput", 5e7)
+    assert len(four.ruled_out) == 4
+    assert four.margin.startswith(
+        f"{rules}, as per GPU, input + output, cached prefix not counted, as a rack total over 72 "
+        "GPUs, output tokens and as a rack total over 72 GPUs, input + output, cached prefix not "
+        "counted; closest published point"
+    )
+    # the cost's tolerance is half a cent: $3.964 is within the $3.96 rental price, $3.966 not
+    rental = {b.name: b.verdict for b in ev.claim_evidence("rack-scaling.cost", 3.964).bases}
+    assert rental["a rental price"] == "within"
+    rental = {b.name: b.verdict for b in ev.claim_evidence("rack-scaling.cost", 3.966).bases}
+    assert rental["a rental price"] == "above"
+
+
+def test_a_claim_read_on_one_basis_leads_with_its_deciding_margin(monkeypatch):
+    """A claim with one named basis that a verified point of its basis decides: the margin
+    leads with that basis's margin, then the closest point; its verdict is that basis's."""
+    c = claims.load_claims().get("single-user.throughput")
+    median = ev.PLAUSIBLE[c.id][1]
+    monkeypatch.setitem(ev.PLAUSIBLE, c.id, (median,))
+    shipped = ev.published_points
+
+    def points(result=None):  # type: ignore[no-untyped-def]
+        df = shipped(result)
+        like = df[df["id"] == "figures:sglang-pr39068.v41flash-gb300-bs1"].copy()
+        like["id"], like["value"] = "test:like", 800.0
+        like["basis"] = [c.figure_basis.replace(statistic="median")]
+        return pd.concat([df, like], ignore_index=True)
+
+    monkeypatch.setattr(ev, "published_points", points)
+    e = ev.claim_evidence(c.id)
+    (b,) = e.bases
+    assert (e.verdict, b.verdict, b.decided_on) == ("above", "above", ("test:like",))
+    assert b.margin == "1.03x the highest published (800 tok/s per user)"
+    assert e.margin.startswith(f"{b.margin}; closest like-for-like point: 800 tok/s per user, ")
+    assert e.reason.startswith(
+        "the write-up names neither the statistic of its speed nor whether its speculation ran "
+    )
+    assert f"basis: {b.basis}: as median (P50) TPOT: above (1.03x" in e.reason
+    assert e.sources == b.sources and e.closest_basis == median.name
