@@ -879,3 +879,39 @@ def test_a_claim_read_on_one_basis_leads_with_its_deciding_margin(monkeypatch):
     )
     assert f"basis: {b.basis}: as median (P50) TPOT: above (1.03x" in e.reason
     assert e.sources == b.sources and e.closest_basis == median.name
+
+
+def test_claim_evidence_reason_leads_with_the_note_then_each_basis():
+    """The reason: the chapter's note for the claim (none for eplb-balance.before), how many
+    bases it is read on or its one basis, then each basis's line after " | ", the bases physics
+    rules out last."""
+    sp = ev.claim_evidence("rack-scaling.speedup")
+    a, b = sp.bases
+    assert sp.reason == (
+        ev.READING_NOTES["rack-scaling.speedup"]
+        + "; basis unknown in a part that matters, read on 2 named bases: "
+        + a.text()
+        + " | "
+        + b.text()
+    )
+    assert a.text().startswith(
+        "as node = one 4-GPU GB300 compute tray (linear scaling would be 18x): none published; "
+        "closest: NVIDIA · NVIDIA GB300 x 72"
+    )
+    before = ev.claim_evidence("eplb-balance.before")
+    (only,) = before.bases
+    assert "eplb-balance.before" not in ev.READING_NOTES
+    assert before.reason == f"basis: {only.basis}: {only.text()}"
+    th = ev.claim_evidence("rack-scaling.throughput")
+    assert th.reason.startswith(
+        ev.READING_NOTES["rack-scaling.throughput"]
+        + "; basis unknown in a part that matters, read on 7 named bases: as per GPU, input + "
+        "output counting each turn's re-read cached prefix: none published"
+    )
+    last_two = [b for b in th.bases if b.ruled_out]
+    assert [b.name for b in last_two] == [
+        "per GPU, output tokens",
+        "per GPU, input + output, cached prefix not counted",
+    ]
+    assert th.reason.endswith(" | " + last_two[0].text() + " | " + last_two[1].text())
+    assert th.reason.count(" | ") == 6
