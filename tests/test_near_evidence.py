@@ -887,6 +887,7 @@ def test_claim_evidence_reason_leads_with_the_note_then_each_basis():
     rules out last."""
     sp = ev.claim_evidence("rack-scaling.speedup")
     a, b = sp.bases
+    assert sp.claim_id == "rack-scaling.speedup" and sp.list_price is None
     assert sp.reason == (
         ev.READING_NOTES["rack-scaling.speedup"]
         + "; basis unknown in a part that matters, read on 2 named bases: "
