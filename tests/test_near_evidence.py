@@ -916,3 +916,53 @@ def test_claim_evidence_reason_leads_with_the_note_then_each_basis():
     ]
     assert th.reason.endswith(" | " + last_two[0].text() + " | " + last_two[1].text())
     assert th.reason.count(" | ") == 6
+
+
+def test_near_reading_names_parts_by_name_and_keeps_latency_cells_off_peaks():
+    """A near point differing in GPU count is named "GPU count"; a low-latency cell near the
+    rack's peak throughput is left out there, and kept for a claim that is not a peak."""
+    from rackbook.core.basis import Difference
+
+    cid = "rack-scaling.throughput"
+    c = claims.load_claims().get(cid)
+    plaus, cb = ev.claim_bases(c)[2]  # per GPU, counting the cached prefix
+    point = cb.replace(gpu_count=4)
+    diff = [Difference("gpu_count", 4, 72)]
+    row = pd.Series(
+        dict(id="x:gb300/low-latency/c64", value=1000.0, unit="tok/s/GPU", url="https://x")
+        | dict(role="measurement", verified=True, basis=point, concurrency=64, superseded=None)
+    )
+    assert ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(row, diff, diff)], cb, cid) is None
+    n = ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(row, diff, diff)], cb, "other.claim")
+    assert n.differences == ("GPU count",) and n.points == ("x:gb300/low-latency/c64",)
+    assert (n.low, n.high, n.ratio_low, n.ratio_high, n.unit) == (
+        1000.0,
+        1000.0,
+        2.0,
+        2.0,
+        "tok/s/GPU",
+    )
+    peak = row.copy()
+    peak["id"] = "x:gb300/max-throughput/c64"
+    n = ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(peak, diff, diff)], cb, cid)
+    assert n.points == ("x:gb300/max-throughput/c64",) and n.head == plaus.head == "per GPU"
+    # like for like and verified: it decides, so it is no near point
+    assert ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(peak, [], [])], cb, cid) is None
+    # another unit family, or not a measurement: never near
+    other = peak.copy()
+    other["unit"] = "tok/s per user"
+    assert ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(other, diff, diff)], cb, cid) is None
+    ana = peak.copy()
+    ana["role"] = "analogue"
+    assert ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(ana, diff, diff)], cb, cid) is None
+    out = peak.copy()
+    out["unit"] = "output tok/s/GPU"  # one family with tok/s/GPU
+    assert (
+        ev.near_reading(plaus, 2000.0, "tok/s/GPU", [(out, diff, diff)], cb, cid).unit
+        == "tok/s/GPU"
+    )
+
+
+def test_a_claim_of_one_stated_basis_reads_as_stated():
+    (only,) = ev.claim_evidence("eplb-balance.before").bases
+    assert only.name == "as stated" and only.text().startswith("as stated: none published; ")
