@@ -966,3 +966,29 @@ def test_near_reading_names_parts_by_name_and_keeps_latency_cells_off_peaks():
 def test_a_claim_of_one_stated_basis_reads_as_stated():
     (only,) = ev.claim_evidence("eplb-balance.before").bases
     assert only.name == "as stated" and only.text().startswith("as stated: none published; ")
+
+
+def test_candidates_take_node_scale_points_and_mark_cross_checks():
+    """The node reading (at most 8 GPUs, a cross-check) takes points of a stated size up to 8
+    GPUs, each marked "a node, size not stated" in GPU count; the token-value reading marks
+    each point as derived from the rack claim; context rows are never candidates."""
+    reg = claims.load_claims()
+    c = reg.get("rack-scaling.throughput")
+    node, ncb = ev.claim_bases(c)[3]
+    assert node.max_gpus == 8 and node.cross_check
+    rows = []
+    for pid, gpus in (("none", pd.NA), ("sixteen", 16), ("eight", 8), ("four", 4)):
+        rows.append(_point(pid, 100.0, ncb, gpus=gpus, unit="tok/s/GPU"))
+    rows.append(_point("ctx", 100.0, ncb, gpus=4, role="context", unit="tok/s/GPU"))
+    got = ev._candidates(c, node, ncb, pd.DataFrame(rows))
+    assert [r["id"] for r, _, _ in got] == ["eight", "four"]
+    (r, diffs, dec), _ = got
+    assert diffs == dec == [ev.Difference("gpu_count", 8, "a node, size not stated")]
+    assert diffs[0].text == "GPU count: 8 (claim: a node, size not stated)"
+    cost = reg.get("rack-scaling.cost")
+    value, vcb = ev.claim_bases(cost)[4]
+    assert value.cross_check and value.max_gpus is None
+    pts = pd.DataFrame([_point("tv", 40.0, vcb, gpus=pd.NA, unit="$/GPU-hour")])
+    ((_, diffs, dec),) = ev._candidates(cost, value, vcb, pts)
+    assert diffs[0].text == "counting: derived from the rack claim at published prices"
+    assert diffs[0] is dec[0] and len(diffs) == 1
