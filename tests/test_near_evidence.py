@@ -992,3 +992,45 @@ def test_candidates_take_node_scale_points_and_mark_cross_checks():
     ((_, diffs, dec),) = ev._candidates(cost, value, vcb, pts)
     assert diffs[0].text == "counting: derived from the rack claim at published prices"
     assert diffs[0] is dec[0] and len(diffs) == 1
+
+
+def test_basis_readings_scale_the_tolerance_and_mark_modelled_margins():
+    """Per named basis: the tolerance scaled as the figure is (an instance-hour's price over 4
+    GPUs: $0.04 becomes $0.01), a point that is not a measurement decides nothing even when
+    verified, a latency cell is never near the rack's peak, the node's step in numbers, and a
+    margin resting on modelled prices says so."""
+    reg = claims.load_claims()
+    cost = reg.get("rack-scaling.cost")
+    inst, icb = ev.claim_bases(cost)[2]
+    assert ev.scale_of(inst) == 0.25
+    price = _point("lp", 10.02, icb, unit="$/GPU-hour", gpus=pd.NA)
+    reads = ev._basis_readings(cost, 40.0, pd.DataFrame([price]), tolerance=0.04)
+    by = {b.name: b for b in reads}
+    assert by[inst.name].verdict == "below"  # 10.00 < 10.02 - 0.01
+    reads = ev._basis_readings(cost, 40.0, pd.DataFrame([price]), tolerance=0.08)
+    assert {b.name: b for b in reads}[inst.name].verdict == "within"  # 10.02 - 0.02
+    c = reg.get("single-user.throughput")
+    med = c.figure_basis.replace(statistic="median")
+    pts = pd.DataFrame([_point("p1", 800.0, med), _point("an", 801.0, med, role="analogue")])
+    (_, r) = ev._basis_readings(c, 826.0, pts)
+    assert r.decided_on == ("p1",) and r.verdict == "above"
+    assert ev._basis_readings(c, 800.5, pts)[1].verdict == "above"  # no tolerance by default
+    th = reg.get("rack-scaling.throughput")
+    plaus, cb = ev.claim_bases(th)[2]
+    near = cb.replace(gpu_count=4)
+    for pid, want in (("x/low-latency/c64", None), ("x/peak/c64", ("x/peak/c64",))):
+        row = _point(pid, 1e5, near, gpus=4, concurrency=64, unit="tok/s/GPU")
+        got = ev._basis_readings(th, 954000.0, pd.DataFrame([row]))[2]
+        assert got.name == plaus.name and (got.near.points if got.near else None) == want
+    shipped = ev.claim_evidence("rack-scaling.throughput")
+    node = next(b for b in shipped.bases if b.name == NODE)
+    assert node.step == "954,000 / 7.9 = 120,759 tok/s/GPU"
+    assert all(b.step == "" for b in shipped.bases if b.name != NODE)
+    rental = next(
+        b for b in ev.claim_evidence("rack-scaling.cost").bases if b.name == "a rental price"
+    )
+    assert (
+        rental.margin
+        == "9.84x the highest published ($3.96/GPU-hour) (modelled prices, not measurements)"
+    )
+    assert rental.modelled and rental.decided_on
