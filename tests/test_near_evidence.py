@@ -1014,6 +1014,7 @@ def test_basis_readings_scale_the_tolerance_and_mark_modelled_margins():
     pts = pd.DataFrame([_point("p1", 800.0, med), _point("an", 801.0, med, role="analogue")])
     (_, r) = ev._basis_readings(c, 826.0, pts)
     assert r.decided_on == ("p1",) and r.verdict == "above"
+    assert (r.closest.id, r.closest.kind, r.closest.tied) == ("an", "analogue", ("p1",))
     assert ev._basis_readings(c, 800.5, pts)[1].verdict == "above"  # no tolerance by default
     th = reg.get("rack-scaling.throughput")
     plaus, cb = ev.claim_bases(th)[2]
