@@ -1035,3 +1035,22 @@ def test_basis_readings_scale_the_tolerance_and_mark_modelled_margins():
         == "9.84x the highest published ($3.96/GPU-hour) (modelled prices, not measurements)"
     )
     assert rental.modelled and rental.decided_on
+
+
+def test_a_verified_point_is_closer_than_a_second_hand_one_and_physics_needs_a_scope():
+    from types import SimpleNamespace as NS
+
+    c = claims.load_claims().get("single-user.throughput")
+    med = c.figure_basis.replace(statistic="median")
+    pts = pd.DataFrame([_point("a-second", 700.0, med, verified=False), _point("b", 800.0, med)])
+    r = ev._basis_readings(c, 826.0, pts)[1]
+    assert (r.closest.id, r.closest.verified, r.closest.tied) == ("b", True, ())
+    th = claims.load_claims().get("rack-scaling.throughput")
+    per_gpu_out = ev.PLAUSIBLE[th.id][0]
+    assert ev.ruled_out(th, per_gpu_out, 954000.0) is not None
+    for scope in (
+        dict(model="DeepSeek-V4.1-Flash", hardware="GB300 NVL72", gpu_count=None),
+        dict(model="DeepSeek-V4.1-Flash", hardware=None, gpu_count=72),
+        dict(model=None, hardware="GB300 NVL72", gpu_count=72),
+    ):
+        assert ev.ruled_out(NS(scope=NS(**scope)), per_gpu_out, 954000.0) is None, scope
