@@ -663,6 +663,10 @@ def test_near_analogue_and_stated_differences_on_a_basis():
     per = cb.replace(per="GPU")
     diffs, dec = read(per)
     assert not ev.is_near(cb, per, diffs, dec) and ev.is_analogue(cb, per, dec)
+    for other in (cb.replace(metric="throughput"), cb.replace(tokens="input+output")):
+        diffs, dec = read(other)
+        assert len(ev.stated_differences(cb, dec)) <= 1  # near but for the quantity
+        assert not ev.is_near(cb, other, diffs, dec)
     assert ev.is_near(cb, cb.replace(hardware="-", model="-"), [], [])
     assert ev.is_near(cb.replace(hardware="unknown"), b200, [], [])
     assert not ev.is_analogue(cb, cb, [])
