@@ -375,6 +375,7 @@ def test_published_reading_at_the_tolerance_edges_and_in_words():
     unknown = pr("c", float("nan"), pts)
     assert (unknown.verdict, unknown.margin) == ("none published", "-")
     assert unknown.reason == "the value is unknown"
+    assert (unknown.claim_id, unknown.reading) == ("c", "published")
     assert pr("c", None, pts).reason == "the value is unknown"
     empty = pr("c", 1.0, pts.iloc[0:0])
     assert empty.reason == "no published point to compare with"
