@@ -79,14 +79,16 @@ def test_check_trace_names_the_trace_a_chapter_cannot_read(tmp_path):
     assert registry.check_trace("prefill-gain", pg)["record"]["scenario"] == "prefill-gain"
     assert registry.check_trace(None, pg)["trace_id"]
     with pytest.raises(
-        InputError, match="trace: a trace of scenario prefill-gain, not decode-parity: "
+        InputError,
+        match="prefill-gain: trace: a trace of scenario prefill-gain, not decode-parity: ",
     ):
         registry.check_trace("decode-parity", pg)
     with pytest.raises(InputError, match=r"--trace: a trace of scenario prefill-gain, not rack"):
         registry.check_trace("rack-scaling", pg, "--trace")
     published = paths.DATA / "published" / "mlperf-v6.1-dsr1"
     with pytest.raises(
-        InputError, match="trace: a published trace \\(published points, no requests\\): the "
+        InputError,
+        match=r"mlperf-v6.1-dsr1: trace: a published trace \(published points, no requests\)",
     ):
         registry.check_trace("rack-scaling", published)
     with pytest.raises(
@@ -104,7 +106,7 @@ def test_check_trace_names_the_trace_a_chapter_cannot_read(tmp_path):
     req = pg / "requests.parquet"
     pd.read_parquet(req).head(0).to_parquet(req)
     with pytest.raises(
-        InputError, match="trace: no requests: an empty trace has nothing to measure"
+        InputError, match="prefill-gain: trace: no requests: an empty trace has nothing to measure"
     ):
         registry.check_trace("prefill-gain", pg)
     req = eplb / "requests.parquet"

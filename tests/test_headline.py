@@ -6,6 +6,7 @@ and the headline JSON is written, read back and summarised; the chapter helpers
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -156,7 +157,7 @@ def test_the_outcome_as_json_markdown_and_written(tmp_path, monkeypatch):
     assert p == tmp_path / "o" / "decode-parity.json"
     back = headline.read_result(p)
     assert back["readings"] == json.loads(json.dumps(doc["readings"]))
-    assert back["trace_ids"] == ["t1", "t2"]
+    assert back["trace_ids"] == ["t1", "t2"] and back["source"] == "src.ipynb"
     assert headline.summary_line(back) == (
         "decode-parity.gap: physics possible, published none published, this run untested"
     )
@@ -176,7 +177,7 @@ def test_summary_line_keeps_the_claims_order():
 
 def test_read_result_refuses_each_bad_file(tmp_path):
     p = tmp_path / "r.json"
-    with pytest.raises(InputError, match="no headline JSON: run the result first"):
+    with pytest.raises(InputError, match=r"r\.json: -: no headline JSON: run the result first$"):
         headline.read_result(p)
     bad = [
         ("[1]", r"r\.json: -: must be a JSON object, got list"),
@@ -195,7 +196,7 @@ def test_read_result_refuses_each_bad_file(tmp_path):
         json.dumps(ok | {"readings": ok["readings"] + [dict(ok["readings"][0], reason="")]})
     )
     with pytest.raises(
-        InputError, match=r"readings\[0\]: needs claim_id, reading, verdict, reason"
+        InputError, match=r"r\.json: readings\[0\]: needs claim_id, reading, verdict, reason"
     ):
         headline.read_result(p)
     ok["readings"][0]["reason"] = "why"
@@ -213,6 +214,9 @@ def test_values_cells_and_figures_as_printed():
         "12,345",
     ]
     assert [fv(True), fv(None), fv("abc")] == ["True", "not recorded", "abc"]
+    assert fv(12345.6) == "12,346" and fv(-332700.0) == "-332,700"  # never 1.235e+04
+    bare = Outcome("decode-parity", [_h(unit="")], _three())
+    assert "= **1.5** (modelled;" in bare.markdown()
     assert headline.cell("a|b$c") == "a\\|b\\$c" and headline.cell(3) == "3"
     assert headline._figure("single-user.throughput") == "826 tok/s"
     assert headline._figure("no-such.claim") == "no-such.claim"
@@ -221,7 +225,11 @@ def test_values_cells_and_figures_as_printed():
 def test_params_take_the_notebook_cells_names_and_extras():
     P = headline.params("decode-parity", extra_flag=3)
     p = P()
-    assert p.extra_flag == 3 and isinstance(p, headline.Params)
+    assert p.extra_flag == 3 and isinstance(p, headline.Params) and P.__name__ == "Params"
+    from rackbook.params import cell_defaults
+
+    cell = cell_defaults("decode-parity")
+    assert cell and {f.name for f in dataclasses.fields(P)} == set(cell) | {"extra_flag"}
     with pytest.raises(Exception, match="cannot assign"):
         p.extra_flag = 4
     lists = {k: v for k, v in vars(p).items() if isinstance(v, (list, tuple))}
@@ -244,11 +252,16 @@ def test_chapter_helpers_build_readings_headlines_and_the_outcome():
         "why",
         "%",
     )
+    assert (m.name, m.value, m.definition) == ("gap", 6.0, "the gap")
     rows = [(r, "a", 1.0, "x", "what a"), ("unclaimed why", "b", 2, "1", "what b")]
     hs = chapter_common.headlines(rows, kind="measured", hardware="GB300", trace_ids=["t"])
     assert [(h.name, h.claim_id, h.verdict, h.reason) for h in hs] == [
         ("a", CID, "untested", "a; b"),
         ("b", None, "not comparable", "unclaimed why"),
+    ]
+    assert [(h.value, h.unit, h.definition) for h in hs] == [
+        (1.0, "x", "what a"),
+        (2, "1", "what b"),
     ]
     assert all(h.kind == "measured" and h.hardware == "GB300" and h.trace_ids == ["t"] for h in hs)
     physics = _three()[0]
