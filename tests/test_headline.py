@@ -299,6 +299,7 @@ def test_a_chapter_screens_its_trace_and_its_outcome_reports_the_named_parameter
     assert a.params == Ch.PARAMS() and a.seen[0] is a.params and a.seen[2] == {"flag": 1}
     assert a.seen[1].ids == load_claims().ids and a.hardware == hardware_label(trace.run)
     assert a.hardware and len(a.trace.requests) <= len(trace.requests)
+    assert a.trace is not trace  # screened: the valid requests' copy
     reg = load_claims()
     b = Ch(trace, Ch.PARAMS(extra=(3,)), reg)
     assert b.params.extra == (3,) and b.seen[1] is reg
@@ -306,6 +307,7 @@ def test_a_chapter_screens_its_trace_and_its_outcome_reports_the_named_parameter
     assert Ch(trace).trace is trace
     out = chapter_common.outcome("decode-parity", a, [], ["f"], "extra", gone=1)
     assert out.parameters == {"extra": [1, 2]} and out.trace_ids == [trace.trace_id]
+    assert out.headlines == [] and out.result == "decode-parity"
     assert (out.readings, out.hardware, out.flips) == (a.readings, a.hardware, ["f"])
     out = chapter_common.outcome("decode-parity", a, [], [], "extra", ["x"], extra="resolved")
     assert out.parameters == {"extra": "resolved"} and out.trace_ids == ["x"]
@@ -323,3 +325,14 @@ def test_chapter_readings_put_the_published_evidence_between_physics_and_the_run
     assert [r.reading for r in got] == ["physics", "published", "this run"]
     assert got[0] is p and got[2] is run
     assert got[1] == evidence.reading(CID, registry=reg)
+
+
+def test_chapter_readings_read_the_published_figure_from_the_registry_given():
+    from rackbook.results import evidence
+
+    cid = "rack-scaling.cost"
+    p = ClaimReading(cid, "physics", "possible", "-", "p")
+    run = ClaimReading(cid, "this run", "untested", "-", "r")
+    fake = SimpleNamespace(get=lambda c: SimpleNamespace(value=3.0))
+    got = chapter_common.readings(fake, (p, run))[1]
+    assert got.verdict == evidence.DEPENDS  # $3.00, not the claim's own $38.96 (above)
