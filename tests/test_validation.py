@@ -557,3 +557,17 @@ def test_validate_fit_writes_the_fit_file_and_its_held_out_summary(
     assert last["excluded"] == [{"id": "z", "source": "figures", "reason": "not in the catalog"}]
     assert [p["fit"] for p in last["points"]] == ["without src-a", "without src-a", "without src-b"]
     assert last["all"] == rep["all"]
+
+
+def test_refitting_the_mapping_gives_the_stored_fit() -> None:
+    """``rackbook validate --fit`` on the shipped mapping reproduces the stored fit file: the
+    grid row, the interval from held-out errors, each source's held-out fit."""
+    points, _ = V.load()
+    res = V.fit_points(points)
+    stored = E.load_fit()
+    assert res.fit.params() == pytest.approx(stored.params(), rel=1e-9)
+    held = {k: v.params() for k, v in res.held_out.items()}
+    assert set(held) == set(stored.held_out)
+    for src, params in held.items():
+        want = {k: stored.held_out[src][k] for k in params}
+        assert params == pytest.approx(want, rel=1e-9), src
