@@ -571,3 +571,16 @@ def test_refitting_the_mapping_gives_the_stored_fit() -> None:
     for src, params in held.items():
         want = {k: stored.held_out[src][k] for k in params}
         assert params == pytest.approx(want, rel=1e-9), src
+
+
+def test_the_held_out_report_reproduces_the_stored_summary() -> None:
+    """Every point predicted again with the stored fit (its own source held out) gives the
+    summary the fit file stores: median ratio, share within 2x, share inside the interval."""
+    points, _ = V.load()
+    fit = E.load_fit()
+    rep = V.report(points, fit)
+    for key in ("all", "primary"):
+        got, want = rep[key], fit.validation[key]
+        assert got["points"] == want["points"], key
+        for k in ("median_ratio", "within_2x", "inside"):
+            assert got[k] == pytest.approx(want[k], rel=1e-9), (key, k)
