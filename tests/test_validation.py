@@ -370,7 +370,7 @@ def test_load_reads_each_batch_rule_and_the_rows_own_fields(tmp_path) -> None:
 @pytest.mark.parametrize(
     "point,message",
     [
-        ("3", r"v\.yaml: points\[0\]: each point is a mapping with a source"),
+        ("3", r"points\[0\]: each point is a mapping with a source"),
         ("{point_id: x}", r"points\[0\]: each point is a mapping with a source"),
         ("{source: nope, point_id: x}", r"points\[0\]\.source: 'nope' is not under sources"),
         (f"{{source: {SG}}}", r"points\[0\]: names no point_id or figure"),
@@ -396,7 +396,7 @@ def test_load_reads_each_batch_rule_and_the_rows_own_fields(tmp_path) -> None:
     ],
 )
 def test_each_bad_point_is_one_error_naming_its_field(tmp_path, point, message) -> None:
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=r"v\.yaml: " + message):
         V.load(_mapping(tmp_path, point))
 
 
@@ -411,11 +411,13 @@ def test_bad_mappings_and_batches(tmp_path) -> None:
         "counted: output, phase: decode, batch: little}"
     )
     with pytest.raises(
-        InputError, match=r"points\[0\]\.batch: little needs concurrency, OSL, TTFT"
+        InputError, match=r"v\.yaml: points\[0\]\.batch: little needs concurrency, OSL"
     ):
         V.load(_mapping(tmp_path, little))
     zero = f"{{source: {SG}, point_id: {C16}, per_node: 0}}"
-    assert V.load(_mapping(tmp_path, zero))[0][0].measured == 3710.0  # per_node only for figures
+    (p,) = V.load(_mapping(tmp_path, zero))[0]
+    assert p.measured == 3710.0  # per_node only for figures
+    assert (p.batch, p.batch_how) == (16.0, "the 16 clients (no latency published)")  # no batch
     with pytest.raises(InputError, match=r"points\[1\]\.source: 'x' is not under sources"):
         V.load(_mapping(tmp_path, f"{{source: {SG}, point_id: {C16}}}", "{source: x, point_id: y}"))
     f.write_text("sources: {}\npoints: []\n")
