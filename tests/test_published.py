@@ -822,3 +822,622 @@ def test_cost_has_a_token_value_basis_and_names_the_highest_list_price():
         assert f.price_kind == "list price" and v in f.quote.split("| PEAK")[0], fid
     kinds = {f.price_kind for f in reg.figures if f.unit == "$/GPU-hour"}
     assert kinds == {"list price", "ownership-cost model", "modelled rental"}
+
+
+def _same(a: object, b: object) -> bool:
+    return bool(pd.isna(a) and pd.isna(b)) if not isinstance(a, str) and pd.isna(a) else a == b
+
+
+def test_evidence_table_rows_are_the_claim_its_readings_and_its_points():
+    """A chapter's table: per claim one ``claim`` row (the registry's figure, scope and basis,
+    the reading's verdict, margin and reason, the closest point's URL), one ``reading`` row per
+    named basis (its verdict, margin or physics' refusal, conversion, evidence, basis, whether
+    a point decided it) and one row per published point of the claim, copied as it is."""
+    reg = claims.load_claims()
+    t = evidence.evidence_table("rack-scaling")
+    assert str(t["gpus"].dtype) == "Int64"
+    pts = evidence.published_points("rack-scaling")
+    names = claims_catalog_names()
+    for cid in ("rack-scaling.throughput", "rack-scaling.speedup", "rack-scaling.cost"):
+        c, e = reg.get(cid), evidence.claim_evidence(cid)
+        rows = t[t["claim_id"] == cid].to_dict("records")
+        mine = pts[pts["claim_id"] == cid].to_dict("records")
+        assert [r["kind"] for r in rows] == ["claim"] + ["reading"] * len(e.bases) + [
+            "published"
+        ] * len(mine)
+        claim = {k: v for k, v in rows[0].items() if k != "date"}
+        assert claim == {
+            "claim_id": cid,
+            "kind": "claim",
+            "who": "claim (data/claims.yaml)",
+            "hardware": "GB300 NVL72",
+            "gpus": 72,
+            "model": "DeepSeek-V4.1-Flash",
+            "engine": "vLLM",
+            "value": c.value,
+            "unit": c.unit,
+            "as_published": c.value_text,
+            "used": False,
+            "role": "claim",
+            "verified": False,
+            "comparable": e.reason,
+            "basis": c.figure_basis.short(),
+            "verdict": e.verdict,
+            "margin": e.margin,
+            "url": e.closest.url,
+        }
+        for br, r in zip(e.bases, rows[1 : 1 + len(e.bases)], strict=True):
+            assert (r["who"], r["role"], r["verified"]) == (br.name, "reading", True)
+            assert (r["verdict"], r["basis"], r["comparable"]) == (
+                br.verdict,
+                br.basis,
+                br.evidence,
+            )
+            assert r["used"] == bool(br.decided_on) and r["url"] == br.closest.url
+            assert _same(r["as_published"], br.conversion or None)
+            want = f"ruled out by physics: {br.ruled_out}" if br.ruled_out else br.margin
+            assert r["margin"] == want
+            assert all(pd.isna(r[k]) for k in ("hardware", "model", "engine", "value", "unit"))
+        for p, r in zip(mine, rows[1 + len(e.bases) :], strict=True):
+            for k in ("hardware", "gpus", "model", "engine", "value", "unit", "as_published"):
+                assert _same(r[k], p[k]), (p["id"], k)
+            for k in ("role", "comparable", "url", "date"):
+                assert _same(r[k], p[k]), (p["id"], k)
+            assert (r["used"], r["verified"]) == (bool(p["used"]), bool(p["verified"]))
+            assert r["basis"] == p["basis"].short(names)
+    cost = t[(t["claim_id"] == "rack-scaling.cost") & (t["kind"] == "reading")]
+    assert cost["used"].tolist() == [True, False, False, True, False]
+    assert cost["as_published"].iloc[2] == (
+        "the figure read as one 4-GPU instance's (a GB300 tray's) hourly price, divided by its "
+        "4 GPUs"
+    )
+    th = t[(t["claim_id"] == "rack-scaling.throughput") & (t["kind"] == "reading")]
+    assert th["margin"].iloc[0] == (
+        "ruled out by physics: 954,000 computed decode tok/s per GPU is 3.94x the compute "
+        "ceiling of 241,834 on GB300"
+    )
+    assert th["margin"].iloc[2] == "-"
+    # who: the submitter, then the system with the catalog's GPU name where one is stated
+    who = dict(zip(t["kind"] + "|" + t["who"], t["kind"], strict=True))
+    assert "published|SGLang cookbook · B300 low-latency (single)" in who
+    assert "published|Oracle · NVIDIA DGX B300 (8x B300-SXM-270GB, TensorRT)" in who
+    su = evidence.evidence_table("single-user")
+    first = su[su["kind"] == "published"].iloc[0]
+    assert (first["who"], first["hardware"]) == (
+        "SGLang cookbook · B200 low-latency (single)",
+        "b200",
+    )
+    figs = su[su["kind"].eq("published") & su["who"].str.startswith("SGLang (pull request)")]
+    assert len(figs) == 3 and set(figs["who"]) == {"SGLang (pull request)"}  # no system stated
+    # a claim without a closest point nor a primary source has no URL
+    cl = evidence.evidence_table("context-latency")
+    delta = cl[(cl["claim_id"] == "context-latency.delta") & (cl["kind"] == "claim")].iloc[0]
+    assert pd.isna(delta["url"]) and delta["verdict"] == "none published"
+
+
+def claims_catalog_names() -> dict[str, str]:
+    from rackbook.inputs import catalogs
+
+    return catalogs.display_names()
+
+
+# ----------------------------------------------------------------------------- row texts
+
+
+def test_number_and_value_texts_at_their_thresholds():
+    """number_text: 4 significant digits under 1,000, one decimal (dropped when .0) from 1,000,
+    none from 10,000, the sign kept; value_text by unit."""
+    nt = published_rows.number_text
+    assert [nt(v) for v in (0.123456, 999.5, -999.5, 1000, 1234.56, 9999.94)] == [
+        "0.1235",
+        "999.5",
+        "-999.5",
+        "1,000",
+        "1,234.6",
+        "9,999.9",
+    ]
+    assert nt(10000.5) == "10,000" and nt(9999.5) == "9,999.5"  # from 10,000: no decimal
+    assert [nt(v) for v in (-1500, -1234.56, 10000, 12345.6, -12345.6)] == [
+        "-1,500",
+        "-1,234.6",
+        "10,000",
+        "12,346",
+        "-12,346",
+    ]
+    vt = published_rows.value_text
+    assert vt(8.95, "x") == "8.95x"
+    assert vt(3.964, "$/GPU-hour") == "$3.96/GPU-hour"
+    assert vt(1234.5, "$/GPU-hour") == "$1,234.50/GPU-hour"
+    assert vt(0.99191, "1") == "0.9919"
+    assert vt(62.87, "%") == "62.9 %"
+    assert vt(11056.2, "tok/s/GPU") == "11,056 tok/s/GPU"
+    assert vt(853.49, "tok/s per user") == "853.5 tok/s per user"
+    assert published_rows.span_text(2, 2, "x") == "2x"
+    assert published_rows.span_text(2, 3, "x") == "2x to 3x"
+    assert published_rows.claim_over(0.883, 0.917) == "the claim 0.883x to 0.917x them"
+    assert published_rows.claim_over(1.81, 1.81, "it") == "the claim 1.81x it"
+    assert published_rows.claim_over(1.81, 1.81) == "the claim 1.81x them"
+
+
+def test_point_value_and_ratio_texts():
+    """A tied closest point reads as the spread and the count of points (itself included); a
+    tie at one value, or none, as its own value; the claim over it, or over the spread."""
+    pv, pr_ = published_rows.point_value, published_rows.point_ratio
+    tied = dict(tied=("a", "b", "c"), low=8.6127, high=8.9536, unit="x", value=8.6127)
+    assert pv(tied) == "8.61x to 8.95x (4 points equally close)"
+    assert pv(tied | dict(low=None)) == "8.61x"
+    assert pv(tied | dict(high=None)) == "8.61x"
+    assert pv(tied | dict(high=8.6127)) == "8.61x"
+    assert pv(tied | dict(tied=())) == "8.61x"
+    assert pv(dict(value=3, unit="tok/s/GPU")) == "3 tok/s/GPU"
+    assert pv(dict(value="n", unit="x")) == "" and pv({}) == ""
+    ratios = dict(ratio=0.9, tied=("a",), ratio_low=0.883, ratio_high=0.917)
+    assert pr_(ratios) == ", the claim 0.883x to 0.917x them"
+    assert pr_(ratios | dict(tied=())) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_low=None)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_high=None)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio_high=0.883)) == ", the claim 0.9x it"
+    assert pr_(ratios | dict(ratio=2)) == ", the claim 0.883x to 0.917x them"
+    assert pr_(ratios | dict(ratio=None)) == "" and pr_(ratios | dict(ratio="0.9")) == ""
+
+
+def test_units_sides_and_none_casts():
+    assert [
+        published_rows.per_gpu_unit(t)
+        for t in ("output", "new input", "input incl. cached", "input+output", "")
+    ] == ["output tok/s/GPU", "input tok/s/GPU", "input tok/s/GPU", "tok/s/GPU", "tok/s/GPU"]
+    assert published_rows.unit_family("output tok/s/GPU") == "tok/s/GPU"
+    assert published_rows.unit_family("tok/s per user") == "tok/s per user"
+    side = published_rows.side
+    assert [side(None, 1.0), side(1.0, None), side("1", 2.0)] == ["-", "-", "-"]
+    # inside: points on both sides, or at the figure (a ratio of exactly 1)
+    assert [side(1.0, 2.0), side(1.01, 2.0), side(0.5, 0.99), side(0.5, 1.0)] == [
+        "inside",
+        "above",
+        "below",
+        "inside",
+    ]
+    assert published_rows.as_basis("as stated") == "as stated"
+    assert published_rows.as_basis("mean TPOT") == "as mean TPOT"
+    assert published_rows.as_basis("ask") == "as ask"
+    assert published_rows.or_none(None, str) is None
+    assert published_rows.int_or_none(pd.NA) is None
+    assert published_rows.float_or_none(float("nan")) is None
+    assert published_rows.int_or_none(3.0) == 3 and published_rows.text_or_none(5) == "5"
+    assert published_rows.float_or_none("2.5") == 2.5
+
+
+def test_setup_text_states_what_the_source_states():
+    st = published_rows.setup_text
+    full = dict(concurrency=1234, isl=4096, osl=1024, speculative="DSpark", date="2026-09-11")
+    assert (
+        st(pd.Series(full))
+        == "concurrency 1,234, 4,096 in / 1,024 out, speculation DSpark, 2026-09-11"
+    )
+    assert (
+        st(pd.Series(full | dict(osl=None))) == "concurrency 1,234, speculation DSpark, 2026-09-11"
+    )
+    assert st(pd.Series(full | dict(isl=0))) == "concurrency 1,234, speculation DSpark, 2026-09-11"
+    assert st(pd.Series(full | dict(concurrency=pd.NA, speculative="not stated"))) == (
+        "4,096 in / 1,024 out, 2026-09-11"
+    )
+    assert st(pd.Series(full | dict(speculative=None, date=float("nan")))) == (
+        "concurrency 1,234, 4,096 in / 1,024 out"
+    )
+    assert st(pd.Series({})) == ""
+
+
+def test_near_text_counts_flags_spreads_and_names_the_basis():
+    near = dict(points=["a", "b"], unverified=["b"], superseded=["a", "b"], low=104429.47)
+    near |= dict(high=142565.09, unit="tok/s/GPU", ratio_low=0.847, ratio_high=1.156)
+    near |= dict(differences=["model", "engine"], bases=["x", "y"], basis="per GPU")
+    assert published_rows.near_text(near) == (
+        published_rows.NEAR_LEAD + "2 near points, 1 of them NOT VERIFIED, 2 superseded by a "
+        "later source, 104,429 tok/s/GPU to 142,565 tok/s/GPU; the claim 0.847x to 1.16x them "
+        "(differing in: model, engine) as per GPU (one of 2 bases with near points)"
+    )
+    one = dict(points=["a"], low=5.0, high=5.0, unit="x", ratio_low=2.0, ratio_high=2.0)
+    assert published_rows.near_text(one, "L: ") == "L: 1 near point, 5x; the claim 2x it"
+    two = one | dict(points=["a", "b"], high=6.0, bases=["only"], basis="only")
+    assert published_rows.near_text(two, "L: ") == "L: 2 near points, 5x to 6x; the claim 2x it"
+    apart = two | dict(ratio_high=2.5)
+    assert published_rows.near_text(apart, "L: ").endswith("; the claim 2x to 2.5x them")
+    none_ratio = two | dict(ratio_low=None, basis="as stated", bases=["as stated", "b"])
+    assert published_rows.near_text(none_ratio, "L: ") == (
+        "L: 2 near points, 5x to 6x as stated (one of 2 bases with near points)"
+    )
+    assert (
+        published_rows.near_text(two | dict(ratio_high=None), "L: ") == "L: 2 near points, 5x to 6x"
+    )
+    assert published_rows.near_text(None) == "" and published_rows.near_text({"points": []}) == ""
+
+
+def _row(df: pd.DataFrame, pid: str) -> dict:
+    return {
+        k: v for k, v in df.loc[pid].to_dict().items() if not (v is None or v is pd.NA or v != v)
+    }
+
+
+def test_load_rows_reads_each_source_in_its_claims_unit():
+    """Every published point, re-read (not the cached table): a trace row per GPU or, at
+    concurrency 1 of the cookbook, per user (1000 / TPOT); the cookbook's total undone to
+    output tokens (x osl / (isl + osl)); MLPerf's 72-over-8 ratio; vLLM's prefill table as a
+    gain; the token value at list prices; figures.yaml's rows in their claim's unit."""
+    df = published_rows.load_rows(str(paths.DATA)).set_index("id")
+    assert list(df.columns) == published_rows.POINT_COLUMNS[1:]  # the id is the index here
+    for c in ("gpus", "isl", "osl", "concurrency"):
+        assert str(df[c].dtype) == "Int64", c
+    ml = _row(df, "mlperf-v6.1-dsr1:Oracle/B300-SXM-270GBx8_TRT/deepseek-r1/Offline")
+    assert ml["value"] == ml["tok_s_per_gpu"] == 70354 / 8
+    assert (ml["unit"], ml["as_published"]) == ("output tok/s/GPU", "70,354 tok/s on 8 GPUs")
+    assert (ml["claim_id"], ml["result"], ml["kind"]) == (
+        "rack-scaling.throughput",
+        "rack-scaling",
+        "published",
+    )
+    assert (ml["role"], ml["verified"], ml["gpus"], ml["scenario"]) == (
+        "measurement",
+        True,
+        8,
+        "Offline",
+    )
+    assert (ml["submitter"], ml["source"]) == ("Oracle", "mlperf-v6.1-dsr1")
+    b = ml["basis"]
+    assert (b.metric, b.tokens, b.per, b.statistic, b.gpu_count) == (
+        "throughput",
+        "output",
+        "GPU",
+        "rate",
+        8,
+    )
+    assert (b.serving, b.engine_version, b.spec_method) == ("unknown", "v6.1", None)
+    c1 = _row(df, "sglang-cookbook-v4:b300/flash/fp4/low-latency/c1")
+    assert c1["value"] == c1["tok_s_per_user"] == pytest.approx(1000 / 2.85)
+    assert (c1["unit"], c1["as_published"], c1["claim_id"]) == (
+        "tok/s per user",
+        "mean TPOT 2.85 ms",
+        "single-user.throughput",
+    )
+    assert c1["tok_s_per_gpu"] == 592.0 and (c1["isl"], c1["osl"], c1["concurrency"]) == (
+        8192,
+        1024,
+        1,
+    )
+    b = c1["basis"]
+    assert (b.metric, b.tokens, b.per, b.statistic) == (
+        "per-user decode speed",
+        "output",
+        "user",
+        "mean",
+    )
+    assert b.spec_method == "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)"
+    assert "sglang-cookbook-v4:b300/flash/fp4/low-latency/c1#output" not in df.index
+    tot = _row(df, "sglang-cookbook-v4:b300/flash/fp4/balanced/c64")
+    assert (tot["value"], tot["unit"], tot["as_published"]) == (
+        3812.0,
+        "tok/s/GPU",
+        "3,812 tok/s/GPU",
+    )
+    assert tot["basis"].tokens == "input+output" and tot["claim_id"] == "rack-scaling.throughput"
+    out = _row(df, "sglang-cookbook-v4:b300/flash/fp4/balanced/c64#output")
+    assert out["value"] == pytest.approx(3812 * 1024 / (8192 + 1024))
+    assert (out["unit"], out["as_published"]) == (
+        "output tok/s/GPU",
+        "3,812 total tok/s/GPU, converted",
+    )
+    assert (
+        out["conversion"] == "output = total x osl / (isl + osl) (the cookbook's derivation undone)"
+    )
+    assert out["basis"].tokens == "output" and out["basis"].concurrency == 64
+    assert out["tok_s_per_gpu"] == 3812.0
+    ratio = _row(df, "mlperf-v6.1-dsr1:NVIDIA/Offline/72v8")
+    assert ratio["value"] == pytest.approx(679740.0 / 75918.2)
+    assert (ratio["unit"], ratio["as_published"], ratio["gpus"]) == (
+        "x",
+        "679,740 / 75,918 tok/s",
+        72,
+    )
+    assert ratio["claim_id"] == "rack-scaling.speedup" and ratio["notes"] == published_rows._RATIO
+    assert (ratio["submitter"], ratio["hardware"], ratio["model"], ratio["scenario"]) == (
+        "NVIDIA",
+        "NVIDIA GB300",
+        "deepseek-r1",
+        "Offline",
+    )
+    assert (ratio["precision"], ratio["engine_version"], ratio["source"]) == (
+        "fp4",
+        "v6.1",
+        "mlperf-v6.1-dsr1",
+    )
+    assert ratio["url"].endswith(
+        "/closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/"
+        "deepseek-r1/Offline/performance/run_1"
+    )
+    assert ratio["system"] == (
+        "NVIDIA GB300 NVL72 (72x GB300-288GB_aarch64, TensorRT) vs NVIDIA GB300 NVL72 (8x "
+        "GB300-288GB_aarch64, TensorRT)"
+    )
+    b = ratio["basis"]
+    assert (b.metric, b.per, b.counting) == (
+        "rack/node throughput ratio",
+        "deployment",
+        "72 GPUs over 8",
+    )
+    assert b.statistic == "rate" and b.tokens == "output"
+    pf = _row(df, "vllm-dsv41-prefill-ttft:TP4/128K")
+    assert pf["value"] == pytest.approx((2267 / 1392 - 1) * 100)
+    assert (pf["as_published"], pf["system"], pf["gpus"]) == (
+        "TTFT 2,267 ms off, 1,392 ms graphs",
+        "TP4, 128K prompt",
+        4,
+    )
+    assert pf["quote"] == '{ p: "128K", off: 2267, eager: 1522, graph: 1392 }'
+    assert pf["notes"] == (
+        "TP4: single request, prefix caching off, median of 3 runs on GB200; replay on with an "
+        "eager decoder: +48.9 %"
+    )
+    assert (pf["unit"], pf["concurrency"], pf["date"], pf["claim_id"]) == (
+        "%",
+        1,
+        "2026-10-07",
+        "prefill-gain.gain",
+    )
+    assert (pf["model"], pf["hardware"], pf["engine"]) == ("DeepSeek-V4.1-Flash", "GB200", "vLLM")
+    assert pf["submitter"] == "vLLM (Inferact and the vLLM team)"
+    assert (
+        pf["source"] == "vllm-dsv41-prefill-ttft.js"
+        and pf["conversion"] == published_rows._PREFILL_RULE
+    )
+    assert pf["url"].endswith("/assets/interactive_pages/dsv41-prefill-ttft.html")
+    b = pf["basis"]
+    assert (b.metric, b.tokens, b.context, b.gpu_count, b.statistic, b.serving) == (
+        "relative prefill throughput gain",
+        "new input",
+        0,
+        4,
+        "median",
+        "aggregated",
+    )
+    assert (b.workload, b.per, b.gpus, b.speculation) == ("fixed lengths", "-", "deployment", "-")
+    assert _row(df, "vllm-dsv41-prefill-ttft:DEP2/1K")["gpus"] == 2
+    tv = _row(df, "token-value:rack-scaling.throughput/hit95")
+    assert (
+        tv["as_published"]
+        == "954,000 tok/s/GPU at $0.003 / $0.15 / $0.6 per M (hit / miss / output)"
+    )
+    assert tv["notes"] == (
+        "output share 444 / (142000 + 444); cache hits 95 % of input "
+        "(https://vllm.ai/blog/2026-09-08-vllm-agentx); off-peak prices (peak: twice)"
+    )
+    assert (tv["unit"], tv["price_kind"], tv["verified"], tv["claim_id"]) == (
+        "$/GPU-hour",
+        "list price",
+        True,
+        "rack-scaling.cost",
+    )
+    assert (tv["url"], tv["date"], tv["model"]) == (
+        "https://api-docs.deepseek.com/quick_start/pricing",
+        "2026-09-10",
+        "DeepSeek-V4.1-Flash",
+    )
+    assert tv["submitter"] == "DeepSeek API list prices x AgentX mix (computed here)"
+    assert tv["conversion"] == published_rows._TOKEN_VALUE_RULE and tv["source"] == "figures.yaml"
+    out_share = 444 / (142000 + 444)
+    per_m = out_share * 0.6 + (1 - out_share) * (0.95 * 0.003 + 0.05 * 0.15)
+    assert tv["value"] == pytest.approx(954000 * 3600 / 1e6 * per_m, rel=1e-12)
+    assert tv["basis"].model == "DeepSeek-V4.1-Flash" and tv["basis"].per == "GPU"
+    miss = claims.load_figures().get("deepseek-api.v41flash-cache-miss-offpeak")
+    assert (tv["quote"], tv["url"], tv["date"]) == (miss.quote, miss.url, miss.date)
+    b = tv["basis"]
+    assert (b.metric, b.tokens, b.workload, b.statistic, b.hardware, b.engine) == (
+        "token value per GPU-hour",
+        "input incl. cached+output",
+        "agentic trace",
+        "value",
+        "-",
+        "-",
+    )
+    # figures.yaml: per GPU by the tokens its basis counts; a TPOT in ms as 1000 / TPOT
+    fo = _row(df, "figures:inferencex-pr3176.vllm-gb300-c128-output")
+    assert (fo["unit"], fo["as_published"], fo["tok_s_per_gpu"]) == (
+        "output tok/s/GPU",
+        "904.8 output tok/s/GPU",
+        904.78,
+    )
+    assert fo["superseded"].startswith("2026-10-07:") and fo["source"] == "figures.yaml"
+    ft = _row(df, "figures:inferencex-pr3176.vllm-gb300-c128-total")
+    assert (ft["unit"], ft["value"], ft["concurrency"], ft["gpus"]) == (
+        "tok/s/GPU",
+        104429.47,
+        128,
+        4,
+    )
+    oci = _row(df, "figures:oci-list.gb300")
+    assert (oci["value"], oci["as_published"], oci["verified"], oci["price_kind"]) == (
+        18.0,
+        "$18.00/GPU-hour",
+        False,
+        "list price",
+    )
+    assert "tok_s_per_gpu" not in oci
+    tp = _row(df, "figures:inferencex-pr3176.vllm-gb300-c1-tpot")
+    assert (tp["value"], tp["unit"], tp["as_published"]) == (
+        pytest.approx(1000 / 2.19),
+        "tok/s per user",
+        "2.19 ms",
+    )
+
+
+def test_converted_rows_follow_each_sources_output_rule():
+    """A trace row re-read as output tokens per GPU: InferenceX's as published (AgentX over all
+    the run's GPUs), a disaggregated deployment's per decode GPU x decode / all GPUs, none
+    without an output rate or a decode GPU count, none for the cookbook's single-user cells."""
+    tp = published_rows.trace_points(str(paths.DATA / "published"))
+    cell = tp[tp["point_id"] == "b300/flash/fp4/balanced/c64"].iloc[0].copy()
+    ix = cell.copy()
+    ix["source"], ix["workload"], ix["output_tok_s_per_gpu"] = "inferencex", "fixed lengths", 500.0
+    ix["serving"] = "aggregated"
+    (row,) = published_rows.converted_rows(ix)
+    assert (row["value"], row["unit"]) == (500.0, "output tok/s/GPU")
+    assert row["conversion"] == "output per GPU as published (metrics.output_tput_per_gpu)"
+    assert row["id"] == "inferencex:b300/flash/fp4/balanced/c64#output"
+    ax = ix.copy()
+    ax["workload"] = "agentic trace"
+    (row,) = published_rows.converted_rows(ax)
+    assert row["conversion"] == "output per GPU as published (AgentX: over all the run's GPUs)"
+    assert row["value"] == 500.0
+    dis = ix.copy()
+    dis["serving"], dis["decode_gpus"], dis["gpus"] = "disaggregated", 6, 8
+    (row,) = published_rows.converted_rows(dis)
+    assert row["basis"].serving == "disaggregated" and row["basis"].tokens == "output"
+    assert row["value"] == 500.0 * 6 / 8 and row["gpus"] == 8
+    assert row["conversion"] == (
+        "output per GPU of the deployment = output per decode GPU x 6 decode / 8 GPUs"
+    )
+    dis["decode_gpus"] = None
+    assert published_rows.converted_rows(dis) == []
+    ix["output_tok_s_per_gpu"] = float("nan")
+    assert published_rows.converted_rows(ix) == []
+    single = cell.copy()
+    single["concurrency"] = 1
+    assert published_rows.converted_rows(single) == []
+    (row,) = published_rows.converted_rows(cell)
+    assert row["value"] == pytest.approx(423.5556, abs=1e-4)
+
+
+def test_evidence_table_shows_a_ruled_out_readings_margin_and_a_point_without_basis(monkeypatch):
+    """A reading physics rules out keeps its own margin after the refusal ("" and "-" shown as
+    nothing); a published point without a basis has no basis cell."""
+    import dataclasses
+
+    real_evidence, real_points = evidence.claim_evidence, evidence.published_points
+
+    def claim_evidence(cid, value=None):  # type: ignore[no-untyped-def]
+        e = real_evidence(cid, value)
+        if cid != "single-user.throughput":
+            return e
+        ruled = evidence.RuledOut(900.0, "decode", 2.0, "compute", 450.0, "B300")
+        a = dataclasses.replace(e.bases[0], ruled_by=ruled, margin="1.2x the highest")
+        b = dataclasses.replace(e.bases[1], ruled_by=ruled, margin="")
+        return dataclasses.replace(e, bases=(a, b))
+
+    def published_points(result=None):  # type: ignore[no-untyped-def]
+        df = real_points(result)
+        if result is None:
+            return df
+        extra = df.iloc[[0]].copy()
+        extra["id"], extra["basis"] = "no-basis", None
+        return pd.concat([df, extra], ignore_index=True)
+
+    monkeypatch.setattr(evidence, "claim_evidence", claim_evidence)
+    monkeypatch.setattr(evidence, "published_points", published_points)
+    t = evidence.evidence_table("single-user")
+    reads = t[t["kind"] == "reading"]["margin"].tolist()
+    why = "ruled out by physics: 900 computed decode tok/s per GPU is 2x the compute ceiling of "
+    why += "450 on B300"
+    assert reads == [f"{why}; 1.2x the highest", why]
+    last = t.iloc[-1]
+    assert last["kind"] == "published" and pd.isna(last["basis"])
+    assert last["value"] == t.iloc[3]["value"] and isinstance(t.iloc[3]["basis"], str)
+
+
+def test_every_row_keeps_its_sources_stated_fields():
+    """Each figures.yaml figure and each trace row becomes a row with its stated fields as they
+    are (submitter, system, hardware, GPUs, lengths, engine, quote, role, price kind...)."""
+    df = published_rows.load_rows(str(paths.DATA)).set_index("id")
+    figs = claims.load_figures().figures
+    same = "submitter hardware model precision engine engine_version speculative url date gpus isl"
+    same += " osl concurrency quote notes role verified price_kind superseded tok_s_per_user"
+    for f in figs:
+        row = df.loc[f"figures:{f.id}"]
+        for k in same.split():
+            assert _same(row[k], getattr(f, k)), (f.id, k)
+        assert (row["claim_id"], row["source"], row["kind"]) == (
+            f.claim,
+            "figures.yaml",
+            "published",
+        )
+        assert row["basis"] == f.figure_basis
+    raw = published_rows.trace_points(str(paths.DATA / "published"))
+    for r in raw.to_dict("records"):
+        row = df.loc[f"{r['source']}:{r['point_id']}"]
+        for k in (*published_rows._AS_STATED, "scenario", "notes", "source"):
+            assert _same(row[k], r[k]), (r["point_id"], k)
+        for k in ("gpus", "isl", "osl", "concurrency"):
+            assert _same(row[k], published_rows.int_or_none(r[k])), (r["point_id"], k)
+        assert row["tok_s_per_gpu"] == r["tok_s_per_gpu"]
+        assert _same(row["tok_s_per_user"], r["tok_s_per_user"])
+        assert (row["kind"], row["role"], row["verified"]) == ("published", "measurement", True)
+    assert len(df) == len(set(df.index)) == 117
+
+
+def test_prefill_rows_read_the_table_and_its_source_under_the_data_folder(tmp_path):
+    """prefill_rows reads the table and its SOURCE.txt under the data folder it is given: a
+    panel's GPUs from its name (TP8: 8), the source URL, no date where the file states none."""
+    src = tmp_path / "published" / "sources"
+    src.mkdir(parents=True)
+    (src / "vllm-dsv41-prefill-ttft-SOURCE.txt").write_text(
+        "file: vllm-dsv41-prefill-ttft.js\nsource: https://example.org/t\n"
+    )
+    (src / "vllm-dsv41-prefill-ttft.js").write_text(
+        'const DATA = [{ cfg: "TP8", rows: [{ p: "2K", off: 300, eager: 250, graph: 200 }]}];'
+    )
+    (row,) = published_rows.prefill_rows(str(tmp_path))
+    assert (row["id"], row["gpus"], row["value"]) == ("vllm-dsv41-prefill-ttft:TP8/2K", 8, 50.0)
+    assert (row["url"], row["date"], row["system"]) == (
+        "https://example.org/t",
+        None,
+        "TP8, 2K prompt",
+    )
+    assert row["as_published"] == "TTFT 300 ms off, 200 ms graphs"
+    assert row["notes"].endswith("replay on with an eager decoder: +20.0 %")
+    assert row["basis"].gpu_count == 8
+
+
+def test_token_value_is_verified_only_where_every_figure_it_reads_is(tmp_path):
+    """The token value rests on the three prices, the AgentX mix and the hit share: one
+    second-hand figure among them makes both rows second-hand."""
+    shutil.copy(paths.DATA / "claims.yaml", tmp_path / "claims.yaml")
+    shutil.copytree(paths.DATA / "published", tmp_path / "published")
+    f = tmp_path / "published" / "figures.yaml"
+    text = f.read_text()
+    at = text.index("id: deepseek-api.v41flash-cache-hit-offpeak")
+    end = text.index("verified: true", at)
+    f.write_text(text[:end] + "verified: false" + text[end + len("verified: true") :])
+    rows = published_rows.token_value_rows(str(tmp_path))
+    assert [r["verified"] for r in rows] == [False, False]
+    assert [r["id"] for r in rows] == [
+        "token-value:rack-scaling.throughput/hit95",
+        "token-value:rack-scaling.throughput/hit96",
+    ]
+    shipped = published_rows.token_value_rows(str(paths.DATA))
+    assert [r["verified"] for r in shipped] == [True, True]
+    assert [r["value"] for r in rows] == [r["value"] for r in shipped]
+
+
+def test_a_single_user_cell_without_a_statistic_reads_its_median_tpot():
+    """A cookbook cell at concurrency 1 naming no latency statistic: shown as its median TPOT
+    (3 significant digits), its basis's statistic left open ("-")."""
+    tp = published_rows.trace_points(str(paths.DATA / "published"))
+    r = tp[tp["point_id"] == "b300/flash/fp4/low-latency/c1"].iloc[0].copy()
+    r["latency_statistic"], r["tpot_median_s"] = None, 0.0012345
+    row = published_rows._from_trace_row(r)
+    assert row["as_published"] == "median TPOT 1.23 ms"
+    assert row["claim_id"] == "single-user.throughput" and row["unit"] == "tok/s per user"
+    b = row["basis"]
+    assert (b.statistic, b.metric, b.per) == ("-", "per-user decode speed", "user")
+    assert published_rows.trace_row_basis(r).statistic == "rate"  # per GPU unless per_user
+    # the speculative method is named only where speculation ran (really or simulated)
+    r["speculative"] = "X"
+    for kind, method in (("real", "X"), ("simulated", "X"), ("none", None), ("real or none", None)):
+        r["speculation_kind"] = kind
+        assert published_rows.trace_row_basis(r).spec_method == method, kind
+
+
+def test_a_prefill_table_without_its_export_names_the_file(tmp_path):
+    bad = tmp_path / "t.js"
+    bad.write_text("const X = 1;")
+    with pytest.raises(
+        InputError, match=r"t\.js: DATA: no `export const DATA = \.\.\.` in the file"
+    ):
+        published_rows.load_prefill_table(bad)

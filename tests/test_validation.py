@@ -4,6 +4,7 @@ fixture, and leave-one-source-out that really leaves the source out."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -282,3 +283,306 @@ def test_one_wording_of_the_held_out_summary() -> None:
     from rackbook.book import pages
 
     assert f"All points: {text}." in pages.validation_markdown(tiny_report() | {"all": s})
+
+
+SG = "sglang-cookbook-v4"
+C16 = "gb300/flash/fp4/low-latency/c16"
+
+
+def _mapping(tmp_path, *points: str, sources: str = "") -> object:
+    f = tmp_path / "v.yaml"
+    f.write_text(
+        "schema_version: 1\nsources:\n"
+        f"  {SG}: {{primary: true, defaults: {{model: deepseek-v4-flash, gpu: gb300, "
+        "counted: total, phase: mixed}}\n"
+        "  lmsys-large-scale-ep: {defaults: {model: deepseek-v3, gpu: h100-sxm}}\n"
+        + sources
+        + "points:\n"
+        + "".join(f"  - {p}\n" for p in points)
+    )
+    return f
+
+
+def test_load_reads_each_batch_rule_and_the_rows_own_fields(tmp_path) -> None:
+    """A trace row's value per GPU in the tokens counted (output: the output column), its GPUs
+    and lengths unless the point gives them; the batch by Little's law from the row's mean TTFT
+    and TPOT, the clients, a number as published, or free; speculation's verify and kept
+    tokens; a per-node figure over its GPUs; an excluded point kept with its reason."""
+    f = _mapping(
+        tmp_path,
+        f"{{source: {SG}, point_id: {C16}, batch: little}}",
+        f"{{source: {SG}, point_id: {C16}, counted: output, batch: concurrency, gpus: 8}}",
+        f"{{source: {SG}, point_id: {C16}, batch: 12, isl: 100, osl: 10, note: n}}",
+        f"{{source: {SG}, point_id: {C16}, batch: free, speculation: "
+        "{verify: 4, tokens_per_step: 3.18}}",
+        "{source: lmsys-large-scale-ep, figure: lmsys-large-scale-ep.decode-per-node, "
+        "per_node: 8, gpus: 72, counted: output, phase: decode}",
+        f"{{source: {SG}, point_id: gone, exclude: not comparable}}",
+    )
+    points, excluded = V.load(f)
+    assert excluded == [V.Excluded("gone", SG, "not comparable")]
+    little, conc, number, free, fig = points
+    assert (little.measured, little.counted, little.gpus, little.isl, little.osl) == (
+        3710.0,
+        "total",
+        4,
+        8192,
+        1024,
+    )
+    assert little.primary and not fig.primary and little.source == SG
+    assert little.batch == pytest.approx(E.littles_law(16, 1024, 0.557, 0.00702), rel=1e-12)
+    assert little.batch_how == (
+        "Little's law: 16 clients x 1,023 x 7.02 ms / (0.557 s + 1,023 x 7.02 ms) = "
+        f"{little.batch:,.1f} decoding"
+    )
+    assert (little.verify, little.tokens_per_step, little.note) == (1, 1.0, "")
+    assert conc.measured == pytest.approx(3710 * 1024 / 9216) and conc.counted == "output"
+    assert (conc.batch, conc.batch_how, conc.gpus) == (
+        16.0,
+        "the 16 clients (no latency published)",
+        8,
+    )
+    assert (number.batch, number.batch_how, number.isl, number.osl) == (
+        12.0,
+        "as published",
+        100,
+        10,
+    )
+    assert number.note == "n"
+    assert (free.batch, free.verify, free.tokens_per_step) == (None, 4, 3.18)
+    assert free.batch_how == "the best batch that fits (an offline or unconstrained run)"
+    assert (fig.measured, fig.gpus, fig.phase, fig.model, fig.gpu) == (
+        22300 / 8,
+        72,
+        "decode",
+        "deepseek-v3",
+        "h100-sxm",
+    )
+    assert fig.batch is None and fig.batch_how.startswith("the best batch")  # no concurrency
+    one = _mapping(
+        tmp_path,
+        "{source: lmsys-large-scale-ep, figure: lmsys-large-scale-ep.decode-per-node, "
+        "gpus: 72, counted: output, phase: decode}",
+    )
+    assert V.load(one)[0][0].measured == 22300.0  # no per_node: the figure as it is
+
+
+@pytest.mark.parametrize(
+    "point,message",
+    [
+        ("3", r"points\[0\]: each point is a mapping with a source"),
+        ("{point_id: x}", r"points\[0\]: each point is a mapping with a source"),
+        ("{source: nope, point_id: x}", r"points\[0\]\.source: 'nope' is not under sources"),
+        (f"{{source: {SG}}}", r"points\[0\]: names no point_id or figure"),
+        (f"{{source: {SG}, point_id: ''}}", r"points\[0\]: names no point_id or figure"),
+        (f"{{source: {SG}, figure: nope}}", r"points\[0\]\.figure: 'nope' is not in figures\.yaml"),
+        (
+            f"{{source: {SG}, point_id: nope}}",
+            r"points\[0\]\.point_id: 'nope' is not a row of sglang",
+        ),
+        (f"{{source: {SG}, point_id: {C16}, model: ''}}", r"points\[0\]\.model: missing"),
+        (f"{{source: {SG}, point_id: {C16}, gpu: null}}", r"points\[0\]\.gpu: missing"),
+        (f"{{source: {SG}, point_id: {C16}, phase: ''}}", r"points\[0\]\.phase: missing"),
+        (f"{{source: {SG}, point_id: {C16}, counted: ''}}", r"points\[0\]\.counted: missing"),
+        (
+            f"{{source: {SG}, point_id: {C16}, counted: tokens}}",
+            r"points\[0\]\.counted: is not one of output, total, input",
+        ),
+        (
+            "{source: lmsys-large-scale-ep, figure: lmsys-large-scale-ep.decode-per-node, "
+            "counted: output, phase: decode, batch: little}",
+            r"points\[0\]\.gpus: missing",
+        ),
+    ],
+)
+def test_each_bad_point_is_one_error_naming_its_field(tmp_path, point, message) -> None:
+    with pytest.raises(InputError, match=r"v\.yaml: " + message):
+        V.load(_mapping(tmp_path, point))
+
+
+def test_bad_mappings_and_batches(tmp_path) -> None:
+    f = tmp_path / "v.yaml"
+    for text in ("[]", "points: 3\n", "sources: {}\n"):
+        f.write_text(text)
+        with pytest.raises(InputError, match=r"v\.yaml: points: a list of points is required"):
+            V.load(f)
+    little = (
+        "{source: lmsys-large-scale-ep, figure: lmsys-large-scale-ep.decode-per-node, gpus: 72, "
+        "counted: output, phase: decode, batch: little}"
+    )
+    with pytest.raises(
+        InputError, match=r"v\.yaml: points\[0\]\.batch: little needs concurrency, OSL"
+    ):
+        V.load(_mapping(tmp_path, little))
+    zero = f"{{source: {SG}, point_id: {C16}, per_node: 0}}"
+    (p,) = V.load(_mapping(tmp_path, zero))[0]
+    assert p.measured == 3710.0  # per_node only for figures
+    assert (p.batch, p.batch_how) == (16.0, "the 16 clients (no latency published)")  # no batch
+    with pytest.raises(InputError, match=r"points\[1\]\.source: 'x' is not under sources"):
+        V.load(_mapping(tmp_path, f"{{source: {SG}, point_id: {C16}}}", "{source: x, point_id: y}"))
+    f.write_text("sources: {}\npoints: []\n")
+    assert V.load(f) == ([], [])
+
+
+def test_bands_splits_ratios_and_the_prediction_row() -> None:
+    assert point("a", "s", batch=None).band == "best batch (free)"
+    assert point("a", "s", batch=4.0, gpus=4).band == "<= 1 sequence per GPU"
+    assert point("a", "s", batch=4.04, gpus=4).band == "1-16 per GPU"
+    assert point("a", "s", batch=64.0, gpus=4).band == "1-16 per GPU"
+    assert point("a", "s", batch=68.0, gpus=4).band == "> 16 per GPU"
+    # output counted: input is output x isl / osl; input counted: output is input x osl / isl
+    assert V._split(point("a", "s", counted="output", phase="mixed", isl=300, osl=100), 10.0) == (
+        10.0,
+        30.0,
+    )
+    assert V._split(point("a", "s", counted="input", phase="mixed", isl=300, osl=100), 30.0) == (
+        10.0,
+        30.0,
+    )
+    assert V._split(point("a", "s", counted="total", phase="mixed", isl=300, osl=100), 40.0) == (
+        10.0,
+        30.0,
+    )
+    assert V._split(point("a", "s", counted="total", phase="decode", isl=300, osl=100), 40.0) == (
+        10.0,
+        0.0,
+    )
+    assert V._split(point("a", "s", counted="total", phase="prefill", isl=300, osl=100), 40.0) == (
+        0.0,
+        30.0,
+    )
+    assert V._split(point("a", "s", counted="output", phase="mixed"), 10.0) == (10.0, 0.0)
+    assert V._split(point("a", "s", counted="input", phase="mixed"), 30.0) == (0.0, 30.0)
+    p = point("a", "s", measured=100.0, batch=8.0, gpus=4)
+    pred = V.Prediction(p, 50.0, 100.0, 150.0, "dp-ep", "without s")
+    assert pred.ratio == 2.0 and pred.inside
+    assert V.Prediction(p, 0.0, 0.0, 1.0, "x").ratio == math.inf
+    assert not V.Prediction(p, 50.0, 100.01, 150.0, "x").inside
+    assert V.Prediction(p, 50.0, 50.0, 100.0, "x").inside
+    assert not V.Prediction(p, 50.0, 50.0, 99.99, "x").inside
+    assert pred.to_dict() == {
+        "id": "a",
+        "source": "s",
+        "primary": True,
+        "model": "DeepSeek-V4.1-Flash",
+        "gpu": "GB300",
+        "gpus": 4,
+        "counted": "output",
+        "band": "1-16 per GPU",
+        "batch": 8.0,
+        "batch_how": "test",
+        "measured": 100.0,
+        "expected": 50.0,
+        "low": 100.0,
+        "high": 150.0,
+        "ratio": 2.0,
+        "inside": True,
+        "deployment": "dp-ep",
+        "fit": "without s",
+    }
+
+
+def _tiny_points() -> tuple[list[V.Point], list[V.Excluded]]:
+    pts = [
+        point("a1", "src-a", measured=1000.0),
+        point("a2", "src-a", measured=2000.0, gpus=8, batch=64.0),
+        point("b1", "src-b", measured=500.0, batch=None, primary=False),
+    ]
+    return pts, [V.Excluded("z", "figures", "not in the catalog")]
+
+
+def test_validate_prints_each_point_and_the_summaries(monkeypatch, capsys) -> None:
+    import argparse
+
+    pts, ex = _tiny_points()
+    monkeypatch.setattr(V, "load", lambda: (pts, ex))
+    assert V.cli_validate(argparse.Namespace(fit=False, json=False)) == 0
+    out = capsys.readouterr().out.splitlines()
+    rep = V.report(pts, E.load_fit())
+    assert rep["held_out"] is True and rep["fit"]["source"] == E.load_fit().source
+    assert rep["primary"] == V.summary(V.predictions(pts[:2], E.load_fit()))
+    assert [x["id"] for x in rep["points"]] == ["a1", "a2", "b1"]
+    want = [
+        f"  {x['source']}: {x['id']}: measured {x['measured']:,.0f}, expected "
+        f"{x['expected']:,.0f} ({x['low']:,.0f}-{x['high']:,.0f}), ratio {x['ratio']:.2f} "
+        f"[GB300 x {x['gpus']}, {x['band']}, all]"
+        for x in rep["points"]
+    ]
+    assert out == [
+        *want,
+        "  not validated: figures: z: not in the catalog",
+        f"all points: {E.held_out_text(rep['all'])}",
+        f"primary sources: {E.held_out_text(rep['primary'])}",
+    ]
+    assert out[0].startswith("  src-a: a1: measured 1,000, expected ")
+    monkeypatch.setattr(V, "load", lambda: ([], []))
+    assert V.cli_validate(argparse.Namespace(fit=False, json=False)) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "all points: no points",
+        "primary sources: no points",
+    ]
+
+
+def test_validate_fit_writes_the_fit_file_and_its_held_out_summary(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    import argparse
+    import json
+
+    import yaml
+
+    pts, ex = _tiny_points()
+    monkeypatch.setattr(V, "load", lambda: (pts, ex))
+    target = tmp_path / "expected-fit.yaml"
+    monkeypatch.setattr(E, "FIT_FILE", str(target))  # absolute: data/ is left as it is
+    assert V.cli_validate(argparse.Namespace(fit=True, json=True)) == 0
+    out = capsys.readouterr().out.splitlines()
+    text = target.read_text()
+    assert text.startswith("# written by rackbook validate --fit\n")
+    doc = yaml.safe_load(text)
+    res = V.fit_points(pts)
+    assert doc["schema_version"] == 1 and doc["fit"] == res.fit.params()
+    assert doc["held_out"] == {k: v.params() for k, v in res.held_out.items()}
+    assert set(doc["held_out"]) == {"src-a", "src-b"}
+    assert doc["grid"] == {"efficiency": list(V.EFFICIENCIES), "layer_s": list(V.LAYER_S)}
+    assert doc["points"] == [{"id": p.id, "source": p.source, "measured": p.measured} for p in pts]
+    assert "Regenerate: rackbook validate --fit" in doc["method"]
+    fitted = dataclasses.replace(res.fit, source="fitted now", held_out=doc["held_out"])
+    rep = V.report(pts, fitted)
+    assert doc["validation"] == {"all": rep["all"], "primary": rep["primary"]}
+    assert out[0] == (
+        f"wrote {target}: efficiency {res.fit.efficiency:g}, floor {res.fit.layer_s * 1e6:g} µs "
+        "a layer"
+    )
+    last = json.loads(out[-1])
+    assert last["fit"]["source"] == "fitted now" and last["held_out"] is True
+    assert last["excluded"] == [{"id": "z", "source": "figures", "reason": "not in the catalog"}]
+    assert [p["fit"] for p in last["points"]] == ["without src-a", "without src-a", "without src-b"]
+    assert last["all"] == rep["all"]
+
+
+def test_refitting_the_mapping_gives_the_stored_fit() -> None:
+    """``rackbook validate --fit`` on the shipped mapping reproduces the stored fit file: the
+    grid row, the interval from held-out errors, each source's held-out fit."""
+    points, _ = V.load()
+    res = V.fit_points(points)
+    stored = E.load_fit()
+    assert res.fit.params() == pytest.approx(stored.params(), rel=1e-9)
+    held = {k: v.params() for k, v in res.held_out.items()}
+    assert set(held) == set(stored.held_out)
+    for src, params in held.items():
+        want = {k: stored.held_out[src][k] for k in params}
+        assert params == pytest.approx(want, rel=1e-9), src
+
+
+def test_the_held_out_report_reproduces_the_stored_summary() -> None:
+    """Every point predicted again with the stored fit (its own source held out) gives the
+    summary the fit file stores: median ratio, share within 2x, share inside the interval."""
+    points, _ = V.load()
+    fit = E.load_fit()
+    rep = V.report(points, fit)
+    for key in ("all", "primary"):
+        got, want = rep[key], fit.validation[key]
+        assert got["points"] == want["points"], key
+        for k in ("median_ratio", "within_2x", "inside"):
+            assert got[k] == pytest.approx(want[k], rel=1e-9), (key, k)
