@@ -743,3 +743,84 @@ def test_values_count_redundant_slots_agreeing_verdicts_and_the_sweeps_ends() ->
     assert (v["eplb_small_batch"], v["eplb_large_batch"]) == (by[8], by[64])
     assert an.ranks.columns.tolist() == ["rank", "static", "eplb"]
     assert an.ranks["rank"].tolist() == [0, 1]
+
+
+def _sweep_row(skew, seed, ep, redundant, batch, fit, groups=1, nodes=1) -> dict:
+    """One row of a model sweep computed here: synthetic loads of the catalog's shape for
+    ``fit + 4`` steps, scored, with uniform routing's floor over the 4 scored steps."""
+    shape = eplb_balance.model_shape()
+    n = batch * ep * shape.top_k
+    loads, _ = eplb.synthetic_loads(shape.num_layers, shape.num_experts, n, skew, seed, fit + 4)
+    row, _ = eplb_balance.score(loads, fit, ep, redundant, groups, nodes)
+    row["uniform_floor"] = eplb_balance.uniform_floor(shape.num_layers, n, ep, seed, 4)
+    return row | {"skew": skew, "batch_per_rank": batch}
+
+
+def test_a_recorded_trace_is_modelled_at_the_skew_its_static_balancedness_gives(hand_gpu):
+    # no generator: the skew is calibrated to the measured 5/7 at the chapter's EP 2
+    spec = eplb_balance.Spec(ep_size=2, redundant=0)
+    skew = eplb_balance.calibrate(spec, target=5 / 7)["skew"]
+    assert hand_gpu.skew == skew
+    # the sweeps: that skew and the 0.5 asked for; EP 64 with the redundant slots it implies
+    assert hand_gpu.sweeps["skew"]["skew"].tolist() == [0.5, round(skew, 4)]
+    ep = hand_gpu.sweeps["ep_size"]
+    assert (ep["ep_size"].tolist(), ep["redundant"].tolist()) == ([64], [64])
+    # each row as computed here, seed 0, fitted on 2 steps and scored on 4
+    got = hand_gpu.sweeps["batch_per_rank"].iloc[0].to_dict()
+    assert got == pytest.approx(_sweep_row(skew, 0, 2, 0, 8, 2))
+
+
+def test_the_synthetic_trace_is_modelled_at_its_own_skew_and_seed() -> None:
+    tr = traces.read_trace(DEFAULT)
+    tr.run["generator"] = {**tr.run["generator"], "seed": 2}
+    params = eplb_balance.Params(groups=2, nodes=2, **{**SMALL, "batch_sizes": [8]})
+    an = eplb_balance.analyse(tr, params)
+    assert an.skew == tr.run["generator"]["skew"]  # not calibrated again
+    got = an.sweeps["batch_per_rank"].iloc[0].to_dict()
+    assert got == pytest.approx(_sweep_row(an.skew, 2, 64, 64, 8, 8, groups=2, nodes=2))
+
+
+def test_a_recorded_trace_with_a_generator_is_still_calibrated() -> None:
+    tr = _hand_trace()
+    tr.run["generator"] = {"skew": 9.0, "seed": 0}
+    an = eplb_balance.analyse(tr, HAND)
+    spec = eplb_balance.Spec(ep_size=2, redundant=0)
+    assert an.skew == eplb_balance.calibrate(spec, target=5 / 7)["skew"]  # not 9
+
+
+@pytest.mark.parametrize(("parameters", "batch"), [({"batch_per_rank": 16}, 16), ({}, 64)])
+def test_the_batch_per_rank_is_the_traces_else_64(parameters, batch) -> None:
+    tr = _hand_trace()
+    tr.run["parameters"] = {"model": MODEL, **parameters}
+    assert eplb_balance.analyse(tr, HAND).batch_per_rank == batch
+
+
+@pytest.mark.parametrize(("gpu", "testable"), [("NVIDIA B200", True), ("NVIDIA H100", False)])
+def test_any_blackwell_gpu_can_test_the_claims(gpu, testable) -> None:
+    assert eplb_balance.analyse(_hand_trace(gpus=(gpu,)), HAND).testable is testable
+
+
+def test_uniform_floor_over_the_scored_steps_of_the_first_steps_tokens() -> None:
+    # 4 steps x 2 layers x 4 experts, step 1 doubled: a step's tokens are the first one's
+    # (10 a layer); EPLB fitted on 2, scored on 2: the floor is uniform routing's over 2
+    # steps of 2 layers of 10 tokens on 2 ranks
+    one, two = [[4, 3, 2, 1]] * 2, [[8, 6, 4, 2]] * 2
+    tr = _hand_trace()
+    tr.extra["expert_load"] = eplb_balance.loads_table(np.array([one, two, one, one], float))
+    an = eplb_balance.analyse(tr, HAND)
+    assert an.floor == eplb_balance.uniform_floor(2, 10, 2, windows=2)
+    assert an.values()["tokens_per_step"] == 10
+
+
+def test_the_shares_table_of_the_hand_trace(hand_gpu) -> None:
+    # model 5/7 -> 1 with a floor of 5/6; the claim's 0.35 -> 0.94
+    assert hand_gpu.shares.to_dict("list") == {
+        "reading": ["gap closed", "ratio to uniform", "ratio to uniform, same sampling"],
+        "formula": [
+            "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
+            "T_eplb / T_uniform, T_uniform = 1",
+            "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform routing",
+        ],
+        "model (%)": pytest.approx([100.0, 100.0, 120.0]),
+        "claim's 0.35 and 0.94 (%)": pytest.approx([100 * 0.59 / 0.65, 94.0, 94 * 6 / 5]),
+    }
