@@ -824,3 +824,95 @@ def test_the_shares_table_of_the_hand_trace(hand_gpu) -> None:
         "model (%)": pytest.approx([100.0, 100.0, 120.0]),
         "claim's 0.35 and 0.94 (%)": pytest.approx([100 * 0.59 / 0.65, 94.0, 94 * 6 / 5]),
     }
+
+
+def test_score_summary_every_field_by_hand() -> None:
+    # see test_score_hand_example: static 5/7, EPLB 1, one layer (legacy 1 both)
+    loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]])
+    s, _ = eplb_balance.score(loads, 1, 2, 0)
+    assert s == {
+        "static": pytest.approx(5 / 7),
+        "eplb": 1.0,
+        "static_legacy": 1.0,
+        "eplb_legacy": 1.0,
+        "fraction_recovered_gap": pytest.approx(1.0),
+        "fraction_of_uniform": 1.0,
+        "ep_size": 2,
+        "redundant": 0,
+        "fit_windows": 1,
+        "scored": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("layout", "field", "problem"),
+    [
+        ((2, 0, 3, 1), "groups", "3 groups do not divide 4 experts"),
+        ((3, 2, 2, 2), "nodes", "3 ranks do not divide evenly over 2 nodes"),
+    ],
+)
+def test_score_checks_groups_and_nodes(layout, field, problem) -> None:
+    loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]])
+    with pytest.raises(InputError) as e:
+        eplb_balance.score(loads, 1, *layout)
+    assert (e.value.field, e.value.problem) == (field, problem)
+
+
+def test_uniform_floor_by_its_definition() -> None:
+    # 8 steps (the default) from default_rng(0) (the default seed) of 3 layers x 20 tokens
+    # over 2 ranks, each step's balancedness, then their mean
+    rng = np.random.default_rng(0)
+    want = np.mean([eplb.balancedness(rng.multinomial(20, [0.5, 0.5], size=3)) for _ in range(8)])
+    assert eplb_balance.uniform_floor(3, 20, 2) == want
+
+
+@pytest.mark.parametrize(
+    ("claimed", "ep", "verdict", "clears"),
+    [
+        (0.5, 2, "possible", "; the figure clears the floor of any EP size of at least 2 ranks"),
+        (1.0, 64, "possible", "; the figure clears the floor of any EP size of at least 1 ranks"),
+        (1.2, 64, "impossible", ""),
+        (0.0, 64, "impossible", ""),  # no number of ranks: 1 / 0
+    ],
+)
+def test_balancedness_physics_at_its_bounds(claimed, ep, verdict, clears) -> None:
+    r = eplb_balance.balancedness_physics(eplb_balance.AFTER, claimed, ep, "note")
+    assert r.verdict == verdict
+    assert r.reason == (
+        f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (the write-up does not "
+        f"state the EP ranks: {ep} is assumed here (the chapter's ep_size){clears}); note"
+    )
+
+
+@pytest.mark.parametrize(
+    ("recovered", "verdict", "tail"),
+    [
+        (94.5, "possible", "one fixed reading gives it"),  # |94 - 94.5| = 0.5: the tolerance
+        (
+            100,
+            "undetermined",  # needs 0.94 / 1 = 0.94 = after: the lowest uniform can score
+            "neither is 100 % within 0.5; it needs uniform routing to score 0.940 per step, "
+            "which the batch decides",
+        ),
+    ],
+)
+def test_recovered_physics_at_its_bounds(recovered, verdict, tail) -> None:
+    r = eplb_balance.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
+    assert r.verdict == verdict
+    assert r.reason == f"from 0.35 and 0.94: 90.8 % of the gap closed, 94 % of uniform; {tail}"
+
+
+def test_run_readings_of_a_synthetic_trace_are_flagged_and_b200_tests() -> None:
+    r = eplb_balance.run_reading({"kind": "synthetic"}, eplb_balance.AFTER, 0.9, 0.005, 0.94, "")
+    assert r.synthetic is True
+    run = {"kind": "recorded", "hardware": {"gpus": [{"name": "NVIDIA B200"}]}}
+    run["parameters"] = {"model": MODEL}
+    r = eplb_balance.run_reading(run, eplb_balance.AFTER, 0.943, 0.005, 0.94, "")
+    assert (r.verdict, r.margin) == ("consistent", "+0.003")
+
+
+def test_the_physics_readings_end_with_their_notes(hand_gpu) -> None:
+    out = eplb_balance.outcome(hand_gpu)
+    before = out.reading(eplb_balance.BEFORE, "physics").reason
+    assert before.endswith("; a skewed routing with static placement can score it")
+    assert out.reading(eplb_balance.AFTER, "physics").reason.endswith(hand_gpu.model_note)
