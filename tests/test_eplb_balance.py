@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -624,10 +625,27 @@ def test_loads_from_table_refuses_by_file_field_and_problem(change, field, probl
 
 def test_trace_loads_needs_the_expert_load_table() -> None:
     tr = _hand_trace()
+    tr.path = Path("traces/hand")
+    tr.extra["expert_load"] = _table_with("layer")  # a bad table: named by the trace's path
+    with pytest.raises(InputError) as e:
+        eplb_balance.trace_loads(tr)
+    assert (e.value.file, e.value.field) == ("traces/hand", "expert_load.layer")
     tr.extra.pop("expert_load")
     with pytest.raises(InputError) as e:
         eplb_balance.trace_loads(tr)
-    assert (e.value.field, e.value.problem) == ("expert_load", "the trace has no expert_load table")
+    got = (e.value.file, e.value.field, e.value.problem)
+    assert got == ("traces/hand", "expert_load", "the trace has no expert_load table")
+
+
+def test_main_says_how_it_is_called(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        eplb_balance.main(["-h"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    assert out.startswith("usage: python -m rackbook.results.eplb_balance [-h] [--model MODEL]")
+    words = " ".join(out.split())  # argparse wraps the description (the module's docstring)
+    assert "out trace folder to write" in words
+    assert "eplb-balance: with no public routing statistics, the default trace is a" in words
 
 
 @pytest.mark.parametrize("fit", [0, 3])
