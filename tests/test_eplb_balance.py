@@ -937,3 +937,15 @@ def test_the_physics_readings_end_with_their_notes(hand_gpu) -> None:
     before = out.reading(eplb_balance.BEFORE, "physics").reason
     assert before.endswith("; a skewed routing with static placement can score it")
     assert out.reading(eplb_balance.AFTER, "physics").reason.endswith(hand_gpu.model_note)
+
+
+def test_model_shape_counts_the_moe_layers_and_refuses_a_model_without_experts(tmp_path):
+    # DeepSeek-R1: 61 layers, the first 3 dense (num_moe_layers 58), 256 experts, top-8
+    assert eplb_balance.model_shape("deepseek-r1") == eplb_balance.Shape(58, 256, 8)
+    text = (paths.DATA / "models" / "deepseek-r1.yaml").read_text()
+    yaml = tmp_path / "deepseek-r1.yaml"
+    yaml.write_text(text.replace("  num_routed_experts: 256\n", "  num_routed_experts: null\n"))
+    with pytest.raises(InputError) as e:
+        eplb_balance.model_shape(str(yaml))
+    problem = "the model catalog lacks layers, experts or top-k"
+    assert (e.value.file, e.value.field, e.value.problem) == (str(yaml), "moe", problem)
