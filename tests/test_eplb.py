@@ -7,6 +7,7 @@ Expected numbers are computed by hand in the comments next to each assertion.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -490,3 +491,331 @@ def test_calibrate_skew_refuses_a_target_outside_skew_0_to_64_by_field() -> None
         eplb.calibrate_skew(0.0, 4, **kw)
     assert below.value.field == "target"
     assert "below the static balancedness at skew 64 (" in below.value.problem
+
+
+# ------------------------------------------------------------------------------ issue 39, item 7:
+# the survivors of the 15:48 mutation run (benchmarks/README.md), each pinned by a number
+
+
+def test_balancedness_of_one_rank_of_small_loads_and_of_float32_loads() -> None:
+    assert eplb.balancedness([5]) == 1.0  # one rank: mean = max
+    # maxes summing to less than one token still divide: mean 0.375 / max 0.5
+    assert eplb.balancedness([[0.5, 0.25]]) == 0.75
+    # float32 loads (vLLM's tensors) are averaged in float64: the float32 mean of
+    # 0.1f, 0.2f, 0.7f is 0.476190498..., the float64 one 0.476190480...
+    x = np.array([[0.1, 0.2, 0.7]], dtype=np.float32)
+    v = [float(t) for t in x[0]]
+    assert eplb.balancedness(x) == pytest.approx(sum(v) / 3 / max(v), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize(
+    ("rank_loads", "shape"), [(np.ones((1, 1, 2)), "(1, 1, 2)"), ([], "(1, 0)")]
+)
+def test_balancedness_refuses_a_shape_by_field_and_problem(rank_loads, shape) -> None:
+    for measure in (eplb.balancedness, eplb.balancedness_legacy):
+        with pytest.raises(InputError) as e:
+            measure(rank_loads)
+        problem = f"expected shape (layers, ranks), got {shape}"
+        assert (e.value.file, e.value.field, e.value.problem) == ("-", "rank_loads", problem)
+
+
+def test_a_placement_read_as_floats_counts_and_places_like_integers() -> None:
+    # phy2log [0, 1, 1, 1] as JSON numbers: expert 1 has 3 replicas (6 / 3 = 2 tokens each);
+    # rank 0 = {e0, e1} = 4 + 2, rank 1 = {e1, e1} = 2 + 2
+    np.testing.assert_array_equal(eplb.replica_counts([0.0, 1.0, 1.0, 1.0], 2), [[1, 3]])
+    rl = eplb.rank_loads_from_placement([[4, 6]], [0.0, 1.0, 1.0, 1.0], 2)
+    np.testing.assert_array_equal(rl, [[6, 4]])
+
+
+@pytest.mark.parametrize(
+    ("loads", "phy2log", "ep_size", "field", "problem"),
+    [
+        ([[1, 2], [3, 4]], np.zeros((3, 2)), 2, "phy2log", "shape (3, 2) does not match 2 layers"),
+        (
+            [[1, 2, 3, 4]],
+            [0, 1, 2, 3],
+            0,
+            "ep_size",
+            "4 physical experts do not divide over 0 ranks",
+        ),
+        (
+            [[1, 2, 3, 4]],
+            [0, 1, 2, 3],
+            3,
+            "ep_size",
+            "4 physical experts do not divide over 3 ranks",
+        ),
+    ],
+)
+def test_rank_loads_refuse_a_placement_by_field_and_problem(
+    loads, phy2log, ep_size, field, problem
+) -> None:
+    with pytest.raises(InputError) as e:
+        eplb.rank_loads_from_placement(loads, phy2log, ep_size)
+    assert (e.value.file, e.value.field, e.value.problem) == ("-", field, problem)
+
+
+def test_rank_loads_on_one_rank_take_every_token() -> None:
+    rl = eplb.rank_loads_from_placement([[1, 2, 3, 4]], [0, 1, 2, 3], 1)
+    np.testing.assert_array_equal(rl, [[10]])
+
+
+def test_balanced_packing_with_one_item_per_pack_keeps_the_item_order() -> None:
+    pack, rank = eplb.balanced_packing(np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 1.0]]), 3)
+    np.testing.assert_array_equal(pack, [[0, 1, 2], [0, 1, 2]], strict=True)
+    np.testing.assert_array_equal(rank, np.zeros((2, 3), dtype=np.int64), strict=True)
+
+
+def test_replicas_go_to_the_highest_load_per_replica() -> None:
+    # [9, 4] + 2 replicas: 9 > 4 -> e0 (4.5 a replica); 4.5 > 4 -> e0 again (3 a replica)
+    phy2log, logcnt = eplb.replicate_experts(np.array([[9.0, 4.0]]), 4)
+    np.testing.assert_array_equal(phy2log, [[0, 1, 0, 0]])
+    np.testing.assert_array_equal(logcnt, [[3, 1]])
+    assert logcnt.dtype == np.int64  # counts, as vLLM's logcnt
+
+
+def test_hierarchical_eplb_by_hand_4_groups_2_nodes_4_ranks() -> None:
+    # 8 experts in 4 groups (e0 e1 | e2 e3 | e4 e5 | e6 e7), 2 nodes of 2 ranks, 4 redundant:
+    # 12 slots, 6 a node, 3 a rank.
+    w = [[90, 40, 20, 4, 30, 6, 12, 8]]
+    # 1. group loads [130, 24, 36, 20] packed 2 a node by weight: g0 -> n0, g2 -> n1,
+    #    g1 -> n1 (60, full), g3 -> n0. Node-local order (pack * 2 + rank in pack):
+    #    n0 = g0, g3 = e0 e1 e6 e7; n1 = g2, g1 = e4 e5 e2 e3.
+    # 2. two replicas a node to the highest load a replica:
+    #    n0 [90, 40, 12, 8]: e0 (45), e0 again (45 > 40: 30 each) -> slots [e0 e1 e6 e7 e0 e0]
+    #    n1 [30, 6, 20, 4]: e4 (15), e2 (20 > 15: 10 each) -> slots [e4 e5 e2 e3 e4 e2]
+    # 3. slots packed 3 a rank by load a replica:
+    #    n0 [30 40 12 8 30 30]: e1 r0, e0 r1, e0' r1 (60), e0'' r0 (70), e6 r1 (72, full),
+    #       e7 r0 (78) -> rank 0 = [e1 e0'' e7], rank 1 = [e0 e0' e6]
+    #    n1 [15 6 10 4 15 10]: e4 r2, e4' r3, e2 r2 (25), e2' r3 (25), e5 r2 (31, full),
+    #       e3 r3 (29) -> rank 2 = [e4 e2 e5], rank 3 = [e4' e2' e3]
+    phy2log, log2phy, logcnt = eplb.rebalance_experts(w, 12, 4, 2, 4)
+    np.testing.assert_array_equal(phy2log, [[1, 0, 7, 0, 0, 6, 4, 2, 5, 4, 2, 3]])
+    np.testing.assert_array_equal(logcnt, [[3, 1, 2, 1, 2, 1, 1, 1]])
+    # each expert's slots in ascending order, padded with -1 to the most replicas (3)
+    want = [[1, 3, 4], [0, -1, -1], [7, 10, -1], [11, -1, -1]]
+    want += [[6, 9, -1], [8, -1, -1], [5, -1, -1], [2, -1, -1]]
+    np.testing.assert_array_equal(log2phy, [want])
+    # ranks 40+30+8, 30+30+12, 15+10+6, 15+10+4
+    rl = eplb.rank_loads_from_placement(w, phy2log, 4)
+    np.testing.assert_array_equal(rl, [[78, 72, 31, 29]])
+
+
+def test_hierarchical_eplb_orders_equal_loads_by_group_then_expert_id() -> None:
+    # 4 groups of one expert, 2 nodes of one rank: group loads [2, 2, 1, 3] packed 2 a node:
+    # e3 -> n0, e0 -> n1, e1 -> n1 (4, full), e2 -> n0. Node 1 holds e0 and e1 in that order
+    # (pack then rank in pack), so of their equal loads e0 takes the rank's first slot.
+    phy2log, _, _ = eplb.rebalance_experts([[2, 2, 1, 3]], 4, 4, 2, 2)
+    np.testing.assert_array_equal(phy2log, [[3, 2, 0, 1]])
+
+
+def test_weights_are_rounded_to_float32_as_vllm_does() -> None:
+    # vLLM packs weight.float(): 2**24 + 1 rounds to 2**24, a tie that goes by the lower id:
+    # e0 r0, e1 r1, e2 r0 (full), e3 r1 -> slots [e0 e2 | e1 e3]. In float64 e1 would lead.
+    phy2log, _, _ = eplb.rebalance_experts([[2**24, 2**24 + 1, 1, 1]], 4, 1, 1, 2)
+    np.testing.assert_array_equal(phy2log, [[0, 2, 1, 3]])
+    with pytest.raises(InputError) as e:
+        eplb.rebalance_experts([[1, -1]], 2, 1, 1, 2)
+    assert (e.value.field, e.value.problem) == ("weight[0][1]", "negative token count -1")
+
+
+def test_fraction_of_uniform_against_another_uniform_and_none() -> None:
+    assert eplb.fraction_of_uniform(0.9, 2.0) == pytest.approx(0.45)
+    assert math.isnan(eplb.fraction_of_uniform(0.9, 0.0))
+
+
+def test_check_layout_puts_every_rank_on_one_node_by_default() -> None:
+    # 2 groups and 3 ranks: on the default single node no rank split applies (2 nodes would)
+    assert eplb.check_layout(12, 3, 0, 2) == 12
+
+
+@pytest.mark.parametrize(("skew", "text"), [(-1, "-1"), (math.nan, "nan"), (math.inf, "inf")])
+def test_synthetic_popularity_refuses_a_skew_by_field_and_problem(skew, text) -> None:
+    with pytest.raises(InputError) as e:
+        eplb.synthetic_popularity(2, 8, skew, seed=0)
+    problem = f"must be finite and >= 0, got {text}"
+    assert (e.value.file, e.value.field, e.value.problem) == ("-", "skew", problem)
+
+
+_NOTE = (
+    "synthetic routing (Zipf-like popularity over a seeded per-layer permutation, "
+    "multinomial draws); not measured from any model"
+)
+
+
+def test_synthetic_loads_one_int64_window_by_default_and_every_metadata_field() -> None:
+    loads, meta = eplb.synthetic_loads(2, 8, 100, 1.5, 5)
+    assert loads.shape == (1, 2, 8) and loads.dtype == np.int64
+    assert meta == {
+        "kind": "synthetic",
+        "generator": eplb.SYNTHETIC_GENERATOR,
+        "seed": 5,
+        "skew": 1.5,
+        "num_layers": 2,
+        "num_experts": 8,
+        "tokens_per_layer": 100,
+        "windows": 1,
+        "note": _NOTE,
+    }
+
+
+def _static_balancedness(skew, ep, *, layers, experts, tokens, seed=0, redundant=0, windows=1):
+    """calibrate_skew's objective computed here: the static placement's balancedness."""
+    loads, _ = eplb.synthetic_loads(layers, experts, tokens, skew, seed, windows)
+    placement = eplb.static_placement(experts, ep, redundant)
+    return eplb.balancedness(eplb.rank_loads_from_placement(loads.sum(axis=0), placement, ep))
+
+
+_CAL = {"num_layers": 2, "num_experts": 16, "tokens_per_layer": 4096, "seed": 0}
+
+
+@pytest.mark.parametrize("skew", [0.0, 1.0, 4.0])
+def test_calibrate_skew_stops_at_a_bracket_end_that_meets_the_target(skew) -> None:
+    # the target is the balancedness at skew 0, 1 or 4 (0.9588, 0.5686, 0.2676, falling):
+    # skew 0 starts the bracket, 1 is its first top, 4 its top after doubling 1 -> 2 -> 4;
+    # the end that meets the target is returned as it is, with no halving
+    target = _static_balancedness(skew, 4, layers=2, experts=16, tokens=4096)
+    cal = eplb.calibrate_skew(target, 4, **_CAL)
+    assert (cal["skew"], cal["iterations"], cal["balancedness_static"]) == (skew, 0, target)
+
+
+def test_calibrate_skew_halves_once_to_a_target_met_at_half() -> None:
+    f = _static_balancedness(0.5, 4, layers=2, experts=16, tokens=4096)  # 0.7622, under f(0)
+    cal = eplb.calibrate_skew(f, 4, **_CAL)  # and over f(1): the bracket [0, 1], mid 0.5
+    assert (cal["skew"], cal["iterations"], cal["balancedness_static"]) == (0.5, 1, f)
+    # 0.5e-4 above it: 0.5 falls short of the target but within 1e-4, which ends the search
+    cal = eplb.calibrate_skew(f + 0.5e-4, 4, **_CAL)
+    assert (cal["skew"], cal["iterations"], cal["balancedness_static"]) == (0.5, 1, f)
+
+
+def test_calibrate_skew_reports_its_layout_windows_and_seed_0_by_default() -> None:
+    # 4 redundant slots, 2 windows summed, seed 0 left to its default. The balancedness
+    # there is 0.7892 at skew 0, 0.7521 at 1, 0.7416 at 1.5, 0.6915 at 2: the bracket
+    # doubles once to [1, 2] and its mid, 1.5, meets the target
+    layout = {"layers": 2, "experts": 16, "tokens": 4096, "redundant": 4, "windows": 2}
+    target = _static_balancedness(1.5, 4, **layout)
+    kw = {"num_layers": 2, "num_experts": 16, "tokens_per_layer": 4096}
+    cal = eplb.calibrate_skew(target, 4, redundant=4, windows=2, **kw)
+    assert cal == {
+        "skew": 1.5,
+        "balancedness_static": target,
+        "target": target,
+        "ep_size": 4,
+        "redundant": 4,
+        "iterations": 1,
+        "kind": "synthetic",
+        "generator": eplb.SYNTHETIC_GENERATOR,
+        "seed": 0,
+        "num_layers": 2,
+        "num_experts": 16,
+        "tokens_per_layer": 4096,
+        "windows": 2,
+        "note": _NOTE,
+    }
+
+
+@pytest.mark.parametrize(("target", "side"), [(0.56, "below"), (0.54, "above")])
+def test_calibrate_skew_ends_at_a_jump_on_the_nearer_side(target, side) -> None:
+    # 1 layer, 4 experts, 16 tokens, EP 2: the draws are [1, 1, 9, 5] (static 2 | 14 ->
+    # 8/14) up to a skew near 0.79, then [1, 0, 10, 5] (1 | 15 -> 8/15) up to past 1. A
+    # target between the two is never met within 1e-4: the bracket [0, 1] is halved 30
+    # times (2**-30 < 1e-9 < 2**-29) and the end nearer the target returned (0.56 is
+    # nearer 8/14, 0.54 nearer 8/15).
+    kw = {"layers": 1, "experts": 4, "tokens": 16}
+
+    def f(s: float) -> float:
+        return _static_balancedness(s, 2, **kw)
+
+    lo, hi = 0.0, 1.0  # the jump found here to 2**-40, without calibrate_skew's tolerance
+    assert (f(lo), f(hi)) == (8 / 14, 8 / 15)
+    while hi - lo > 2**-40:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) == 8 / 14 else (lo, mid)
+    cal = eplb.calibrate_skew(target, 2, num_layers=1, num_experts=4, tokens_per_layer=16)
+    assert cal["iterations"] == 30
+    if side == "below":  # the last skew scoring 8/14, less than 2**-30 below the jump
+        assert cal["balancedness_static"] == 8 / 14 and 0 <= lo - cal["skew"] < 2**-30
+    else:  # the first skew scoring 8/15, less than 2**-30 above it
+        assert cal["balancedness_static"] == 8 / 15 and 0 <= cal["skew"] - hi < 2**-30
+    assert f(cal["skew"]) == cal["balancedness_static"]
+
+
+def test_evaluate_every_field_by_hand() -> None:
+    # [1, 1, 8, 6] on 2 ranks, one group on one node (vLLM's hierarchical branch): static
+    # 2 | 14 -> 8/14, EPLB 9 | 7 -> 8/9; one layer: each legacy figure is 1
+    res = eplb.evaluate([[1, 1, 8, 6]], 2, 0)
+    assert res == {
+        "balancedness_static": pytest.approx(4 / 7),
+        "balancedness_eplb": pytest.approx(8 / 9),
+        "balancedness_static_legacy": 1.0,
+        "balancedness_eplb_legacy": 1.0,
+        "fraction_recovered_gap": pytest.approx(20 / 27),
+        "fraction_of_uniform": pytest.approx(8 / 9),
+        "num_layers": 1,
+        "num_logical_experts": 4,
+        "num_physical_experts": 4,
+        "ep_size": 2,
+        "redundant": 0,
+        "groups": 1,
+        "nodes": 1,
+        "policy": "hierarchical",
+        "max_replicas": 1,
+        "tokens": 16.0,
+    }
+
+
+def test_evaluate_measures_the_fitted_placement_on_eval_loads() -> None:
+    # fitted on [1, 1, 8, 6]: ranks {e2, e1} | {e3, e0}; measured on [4, 0, 0, 4]:
+    # static {e0, e1} | {e2, e3} = 4 | 4 -> 1; EPLB 0 + 0 | 4 + 4 -> 4 / 8. No gap to recover.
+    res = eplb.evaluate([[1, 1, 8, 6]], 2, 0, eval_loads=[[4, 0, 0, 4]])
+    assert (res["balancedness_static"], res["balancedness_eplb"]) == (1.0, 0.5)
+    assert (res["fraction_recovered_gap"], res["fraction_of_uniform"]) == (None, 0.5)
+    assert res["tokens"] == 8.0
+
+
+@pytest.mark.parametrize(
+    ("loads", "eval_loads", "field", "problem"),
+    [
+        ([[1, -1]], None, "loads[0][1]", "negative token count -1"),
+        ([[0, 0]], None, "loads", "all token counts are zero; balancedness is undefined"),
+        ([[1, 2]], [[1, -2]], "eval_loads[0][1]", "negative token count -2"),
+        ([[1, 2]], [[1, 2], [3, 4]], "eval_loads", "shape (2, 2) != loads (1, 2)"),
+    ],
+)
+def test_evaluate_refuses_loads_by_file_field_and_problem(loads, eval_loads, field, problem):
+    with pytest.raises(InputError) as e:
+        eplb.evaluate(loads, 2, 0, eval_loads=eval_loads, source="loads.json")
+    assert (e.value.file, e.value.field, e.value.problem) == ("loads.json", field, problem)
+
+
+def test_cli_prints_each_figure_to_4_places_and_n_a_for_no_gap(tmp_path: Path, capsys) -> None:
+    uniform = tmp_path / "uniform.json"
+    uniform.write_text(json.dumps({"loads": [[4, 4, 4, 4]]}))
+    hand = FIXTURES / "loads_hand.json"
+    for path in (uniform, hand):
+        assert main(["eplb", str(path), "--ep-size", "2", "--redundant", "0"]) == 0
+    head = "MoE throughput vs uniform routing (slowest rank sets the step): "
+    legacy = "balancedness (legacy axis, vLLM ~2025-08..2026-08): static "
+    # the hand file (see test_cli_json_happy_path): static 16/22, EPLB 16/17, gap 40/51;
+    # legacy: rank means over layers 5 + 11 over maxes 8 + 14, then 8.5 + 7.5 over 9 + 8
+    assert capsys.readouterr().out.splitlines() == [
+        f"{uniform}: 1 layers x 4 experts, EP 2, 4 physical experts (0 redundant), "
+        "hierarchical EPLB",
+        "balancedness (vLLM): static 1.0000 -> EPLB 1.0000",
+        legacy + "1.0000 -> EPLB 1.0000",
+        head + "1.0000 of uniform, n/a of the static-to-uniform gap recovered",
+        f"{hand}: 2 layers x 4 experts, EP 2, 4 physical experts (0 redundant), hierarchical EPLB",
+        "balancedness (vLLM): static 0.7273 -> EPLB 0.9412",
+        legacy + "0.7273 -> EPLB 0.9412",
+        head + "0.9412 of uniform, 0.7843 of the static-to-uniform gap recovered",
+    ]
+
+
+def test_cli_passes_the_nodes_on(tmp_path: Path, capsys) -> None:
+    # see test_hierarchical_keeps_groups_on_nodes: 2 groups on 2 nodes of 1 rank -> 0.625
+    path = tmp_path / "l.json"
+    path.write_text(json.dumps({"loads": [[4, 4, 1, 1]]}))
+    args = ["eplb", str(path), "--ep-size", "2", "--groups", "2", "--nodes", "2", "--json"]
+    assert main(args) == 0
+    res = _last_json(capsys.readouterr().out)
+    assert (res["nodes"], res["balancedness_eplb"]) == (2, 0.625)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -483,3 +484,469 @@ def test_figures_draw_from_the_analysis(hand_gpu) -> None:
             assert ax.get_ylabel() == "balancedness (0 to 1)"
             assert "synthetic routing model" in fig.get_suptitle()
         matplotlib.pyplot.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 39, item 7: the survivors of the 16:16 mutation run (benchmarks/README.md)
+
+SMALL_SPEC = ["--ep-size", "8", "--redundant", "0", "--batch-per-rank", "8", "--windows", "2"]
+
+
+def test_main_writes_a_small_synthetic_trace_and_says_what_it_calibrated(tmp_path, capsys):
+    out = tmp_path / "small"
+    assert eplb_balance.main([str(out), *SMALL_SPEC, "--seed", "3"]) == 0
+    # 8 ranks x batch 8 x top-6 = 384 assignments a layer; the skew from calibrate_skew itself
+    kw = {"num_layers": 40, "num_experts": 384, "tokens_per_layer": 384, "seed": 3}
+    cal = eplb.calibrate_skew(0.35, 8, **kw)
+    tr = traces.read_trace(out)
+    printed = capsys.readouterr()
+    assert printed.err == ""
+    assert printed.out == (
+        f"wrote {out}: skew {cal['skew']:.6f}, static balancedness "
+        f"{cal['balancedness_static']:.4f} (target 0.35)\n"
+    )
+    assert tr.run["parameters"] == {
+        "model": "deepseek-v4.1-flash",
+        "ep_size": 8,
+        "redundant": 0,
+        "batch_per_rank": 8,
+        "windows": 2,
+        "seed": 3,
+        "num_layers": 40,
+        "num_experts": 384,
+        "top_k": 6,
+        "tokens_per_step": 384,
+        "window": "one decode forward pass (engine step)",
+    }
+    gen = tr.run["generator"]
+    assert (gen["seed"], gen["skew"], gen["calibrated"]) == (3, cal["skew"], True)
+    assert gen["calibration"] == {
+        "quantity": "vLLM balancedness of static placement, one decode step (window 0)",
+        "target": 0.35,
+        "target_claim": "eplb-balance.before",
+        "achieved": cal["balancedness_static"],
+        "ep_size": 8,
+        "redundant": 0,
+    }
+    loads = eplb_balance.trace_loads(tr)
+    assert loads.shape == (2, 40, 384) and (loads.sum(axis=2) == 384).all()
+    want, _ = eplb.synthetic_loads(40, 384, 384, cal["skew"], 3, 2)
+    np.testing.assert_array_equal(loads, want)
+    assert (tr.run["kind"], tr.run["commands"]) == (
+        "synthetic",
+        ["bash env/record/eplb-balance.sh"],
+    )
+    assert tr.run["engine"] == {"name": "none", "version": None}
+    assert (gen["name"], gen["model"]) == (
+        eplb.SYNTHETIC_GENERATOR,
+        eplb.synthetic_loads(1, 2, 1, 0, 0)[1]["note"],
+    )
+    assert tr.run["notes"] == (
+        "SYNTHETIC routing, not measured: no DeepSeek-V4.1-Flash routing statistics are public. "
+        "Zipf-like popularity per layer over a seeded permutation, multinomial draws per decode "
+        "step; skew calibrated so that static placement at EP 8 (0 redundant) has balancedness "
+        "0.35 (claim eplb-balance.before). Balance after EPLB is a prediction of this model."
+    )
+    for table in ("requests", "itl", "points"):  # written, with no rows
+        assert (out / f"{table}.parquet").is_file() and getattr(tr, table).empty
+
+
+def test_main_refuses_a_layout_in_one_error_line_writing_nothing(tmp_path, capsys) -> None:
+    out = tmp_path / "bad"
+    assert eplb_balance.main([str(out), "--ep-size", "7", "--redundant", "0"]) == 2
+    printed = capsys.readouterr()
+    problem = "384 experts + 0 redundant = 384 physical experts do not divide evenly over 7 ranks"
+    assert (printed.out, printed.err) == ("", f"error: -: ep_size: {problem}\n")
+    assert not out.exists()
+
+
+def test_describe_says_what_each_trace_holds(shipped) -> None:
+    hand = "trace hand (recorded): 3 windows x 1 layers x 4 experts, 10 token-expert "
+    hand += "assignments per layer per window"
+    assert eplb_balance.analyse(_hand_trace(), HAND).describe() == hand
+    # vLLM's logged balancedness, when the trace has it: 2 lines, mean of 0.5 and 0.7
+    tr = _hand_trace()
+    tr.extra["eplb_log"] = pd.DataFrame({"balancedness": [0.5, 0.7]})
+    logged = eplb_balance.analyse(tr, HAND).describe()
+    assert logged == hand + "\nvLLM logged balancedness: 2 lines, mean 0.6000"
+    # the shipped synthetic trace: its generator and calibration (0.3498 on step 0)
+    assert shipped.describe().splitlines() == [
+        f"trace {shipped.trace.trace_id} (synthetic): 12 windows x 40 layers x 384 experts, "
+        "24,576 token-expert assignments per layer per window",
+        "generator: rackbook.eplb.synthetic_loads (zipf-permuted-multinomial v1), seed 0, "
+        "skew 0.5301",
+        "calibrated: vLLM balancedness of static placement, one decode step (window 0) = "
+        "0.3498 (target 0.35, claim eplb-balance.before) at EP 64, 64 redundant",
+    ]
+
+
+def test_loads_table_and_back_in_any_row_order() -> None:
+    arr = np.arange(12, dtype=float).reshape(2, 2, 3)  # 2 windows x 2 layers x 3 experts
+    df = eplb_balance.loads_table(arr)
+    assert list(df.columns) == ["window", "layer", "expert", "tokens"]
+    assert [str(t) for t in df.dtypes] == ["int64", "int64", "int64", "float64"]
+    # row 5 = window 0, layer 1, expert 2 (C order), 5 tokens
+    assert df.iloc[5].tolist() == [0, 1, 2, 5.0]
+    back = eplb_balance.loads_from_table(df.sample(frac=1, random_state=0))
+    np.testing.assert_array_equal(back, arr)
+
+
+def _table_with(change: str) -> pd.DataFrame:
+    df = eplb_balance.loads_table(np.ones((2, 2, 3)))
+    if change == "empty":
+        return df.iloc[:0]
+    if change in ("window", "layer", "expert"):
+        return df.assign(**{change: df[change] - 1})
+    if change == "short":
+        return df.iloc[:-1]
+    if change == "duplicate":
+        return pd.concat([df, df.iloc[:1]])
+    return df.assign(tokens=np.where(df["window"] == 1, -2.0, 1.0))  # window 1's first row
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        ("empty", "expert_load", "no rows"),
+        ("window", "expert_load.window", "negative index"),
+        ("layer", "expert_load.layer", "negative index"),
+        ("expert", "expert_load.expert", "negative index"),
+        ("short", "expert_load", "incomplete grid: 11 rows for 2 windows x 2 layers x 3 experts"),
+        ("duplicate", "expert_load", "duplicate (window, layer, expert) rows"),
+        ("negative", "expert_load window 1[0][0]", "negative token count -2"),
+    ],
+)
+def test_loads_from_table_refuses_by_file_field_and_problem(change, field, problem) -> None:
+    with pytest.raises(InputError) as e:
+        eplb_balance.loads_from_table(_table_with(change), "t/expert_load.parquet")
+    got = (e.value.file, e.value.field, e.value.problem)
+    assert got == ("t/expert_load.parquet", field, problem)
+
+
+def test_trace_loads_needs_the_expert_load_table() -> None:
+    tr = _hand_trace()
+    tr.path = Path("traces/hand")
+    tr.extra["expert_load"] = _table_with("layer")  # a bad table: named by the trace's path
+    with pytest.raises(InputError) as e:
+        eplb_balance.trace_loads(tr)
+    assert (e.value.file, e.value.field) == ("traces/hand", "expert_load.layer")
+    tr.extra.pop("expert_load")
+    with pytest.raises(InputError) as e:
+        eplb_balance.trace_loads(tr)
+    got = (e.value.file, e.value.field, e.value.problem)
+    assert got == ("traces/hand", "expert_load", "the trace has no expert_load table")
+
+
+def test_main_says_how_it_is_called(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        eplb_balance.main(["-h"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    assert out.startswith("usage: python -m rackbook.results.eplb_balance [-h] [--model MODEL]")
+    words = " ".join(out.split())  # argparse wraps the description (the module's docstring)
+    assert "out trace folder to write" in words
+    assert "eplb-balance: with no public routing statistics, the default trace is a" in words
+
+
+@pytest.mark.parametrize("fit", [0, 3])
+def test_score_needs_a_fitted_and_a_scored_window(fit) -> None:
+    loads = np.array([[[4, 3, 2, 1]]] * 3, dtype=float)
+    with pytest.raises(InputError) as e:
+        eplb_balance.score(loads, fit, 2, 0)
+    problem = "need 1 <= fit_windows < 3 windows (at least one left to score)"
+    assert (e.value.file, e.value.field, e.value.problem) == ("-", "fit_windows", problem)
+    # the bounds themselves: 1 fitted window, or 2 leaving one to score
+    assert eplb_balance.score(loads, 1, 2, 0)[0]["scored"] == 2
+    assert eplb_balance.score(loads, 2, 2, 0)[0]["scored"] == 1
+
+
+def test_every_headline_definition_and_reason_of_the_hand_trace(hand_gpu) -> None:
+    legacy = "legacy vLLM balancedness (reduced over layers)"
+    why_legacy = "legacy definition, shown to read vLLM logs of about Aug 2025 to Aug 2026"
+    gap = "(T_eplb - T_static) / (T_uniform - T_static), T = balancedness, T_uniform = 1"
+    needed = "per-step balancedness uniform routing must score for the claim's after / that to "
+    needed += "equal its recovered share"
+    got = {h.name: (h.definition, h.reason) for h in eplb_balance.outcome(hand_gpu).headlines}
+    assert got == {
+        "balancedness_static": (
+            "vLLM balancedness of static placement, mean over scored decode steps",
+            "measured 0.714 against 0.35 (tolerance 0.005)",  # 5/7
+        ),
+        "balancedness_eplb": (
+            "vLLM balancedness after EPLB fitted on 2 steps, mean over later steps",
+            "measured 1 against 0.94 (tolerance 0.005)",
+        ),
+        "recovered_gap": (gap, "measured 100 % against 97 % (tolerance 0.5 %)"),
+        "recovered_ratio": (
+            "T_eplb / T_uniform, T = balancedness, T_uniform = 1",
+            "a second reading of the recovered share, shown beside the gap closed",
+        ),
+        "uniform_floor_needed": (needed, "arithmetic on the two published figures"),
+        "balancedness_static_legacy": (f"{legacy} of static placement", why_legacy),
+        "balancedness_eplb_legacy": (f"{legacy} after EPLB", why_legacy),
+    }
+
+
+def test_what_would_flip_the_hand_trace_readings(hand_gpu) -> None:
+    # the model's EPLB balancedness at batch 8 and 64 per rank (its sweep), the floor the
+    # claim needs (0.94 / 0.97 = 0.969) and the model's own: seed 0 splits the 10 tokens of
+    # the one scored step 6 | 4 over the 2 ranks, mean 5 / max 6 = 0.833
+    by = hand_gpu.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    model = f"the routing model gives {by[8]:.3f} at batch 8 per rank and {by[64]:.3f} at 64"
+    assert hand_gpu.floor == pytest.approx(5 / 6)
+    assert eplb_balance.outcome(hand_gpu).flips == [
+        "after, this run: a recording on Blackwell GPUs with EPLB logging balancedness within "
+        f"2 ranks; {model}: the claim's batch decides",
+        "recovered, physics: possible if uniform routing scored 0.969 per step at the claim's "
+        "batch (the model's per-step floor here is 0.833)",
+        "all three: balancedness counts tokens; at small decode batches expert time follows "
+        "the weight bytes each rank reads, so balance costs less than these figures suggest",
+    ]
+
+
+def test_the_values_the_prose_quotes_of_the_hand_trace(hand_gpu) -> None:
+    by = hand_gpu.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    assert hand_gpu.values() == {
+        "claim_before": 0.35,
+        "claim_after": 0.94,
+        "claim_recovered": 97.0,
+        "trace_kind": "recorded",
+        "top_k": 6,
+        "batch_per_rank": 64,
+        "floor": pytest.approx(5 / 6),
+        "ep": 2,
+        "redundant": 0,
+        "fit_windows": 2,
+        "floor_needed": pytest.approx(0.94 / 0.97),
+        "skew": hand_gpu.skew,
+        "claim_after_pct": pytest.approx(94.0),
+        "n_windows": 3,
+        "n_layers": 1,
+        "n_experts": 4,
+        "tokens_per_step": 10,
+        "b_static": pytest.approx(5 / 7),
+        "b_eplb": 1.0,
+        "b_static_legacy": 1.0,
+        "b_eplb_legacy": 1.0,
+        "n_physical": 4,
+        "n_scored": 1,
+        "pct_gap": pytest.approx(100.0),  # (1 - 5/7) / (1 - 5/7)
+        "pct_ratio": 100.0,
+        "pct_floor": pytest.approx(120.0),  # 1 / (5/6)
+        "claim_gap": pytest.approx(100 * 0.59 / 0.65),
+        "claim_ratio": pytest.approx(94.0),
+        "eplb_small_batch": by[8],
+        "eplb_large_batch": by[64],
+        "small_batch": 8,
+        "large_batch": 64,
+        "before_physics": "impossible",  # 0.35 below 1/2 at 2 ranks
+        "after_physics": "possible",
+        "recovered_physics": "undetermined",
+        "before_after_physics": "impossible and possible",
+    }
+
+
+def test_values_count_redundant_slots_agreeing_verdicts_and_the_sweeps_ends() -> None:
+    # 2 redundant slots: 4 + 2 physical experts; the before figure moved to 0.71 (possible at
+    # 2 ranks, as 0.94 is); three batch sizes, the ends are the first and the last
+    params = eplb_balance.Params(
+        ep_size=2, redundant=2, fit_windows=2, **{**SMALL, "batch_sizes": [8, 16, 64]}
+    )
+    reg = _registry(**{eplb_balance.BEFORE: {"value": 0.71}})
+    an = eplb_balance.analyse(_hand_trace(), params, registry=reg)
+    v = an.values()
+    assert (v["n_physical"], v["small_batch"], v["large_batch"]) == (6, 8, 64)
+    assert v["before_after_physics"] == "both possible"
+    by = an.sweeps["batch_per_rank"].set_index("batch_per_rank")["eplb"]
+    assert (v["eplb_small_batch"], v["eplb_large_batch"]) == (by[8], by[64])
+    assert an.ranks.columns.tolist() == ["rank", "static", "eplb"]
+    assert an.ranks["rank"].tolist() == [0, 1]
+
+
+def _sweep_row(skew, seed, ep, redundant, batch, fit, groups=1, nodes=1) -> dict:
+    """One row of a model sweep computed here: synthetic loads of the catalog's shape for
+    ``fit + 4`` steps, scored, with uniform routing's floor over the 4 scored steps."""
+    shape = eplb_balance.model_shape()
+    n = batch * ep * shape.top_k
+    loads, _ = eplb.synthetic_loads(shape.num_layers, shape.num_experts, n, skew, seed, fit + 4)
+    row, _ = eplb_balance.score(loads, fit, ep, redundant, groups, nodes)
+    row["uniform_floor"] = eplb_balance.uniform_floor(shape.num_layers, n, ep, seed, 4)
+    return row | {"skew": skew, "batch_per_rank": batch}
+
+
+def test_a_recorded_trace_is_modelled_at_the_skew_its_static_balancedness_gives() -> None:
+    # no generator: the skew is calibrated to the measured 5/7 at the chapter's EP 2
+    hand_gpu = eplb_balance.analyse(_hand_trace(), HAND)
+    spec = eplb_balance.Spec(ep_size=2, redundant=0)
+    skew = eplb_balance.calibrate(spec, target=5 / 7)["skew"]
+    assert hand_gpu.skew == skew
+    # the sweeps: that skew and the 0.5 asked for; EP 64 with the redundant slots it implies
+    assert hand_gpu.sweeps["skew"]["skew"].tolist() == [0.5, round(skew, 4)]
+    ep = hand_gpu.sweeps["ep_size"]
+    assert (ep["ep_size"].tolist(), ep["redundant"].tolist()) == ([64], [64])
+    # each row as computed here, seed 0, fitted on 2 steps and scored on 4
+    got = hand_gpu.sweeps["batch_per_rank"].iloc[0].to_dict()
+    assert got == pytest.approx(_sweep_row(skew, 0, 2, 0, 8, 2))
+
+
+def test_the_synthetic_trace_is_modelled_at_its_own_skew_and_seed() -> None:
+    tr = traces.read_trace(DEFAULT)
+    # its skew moved to 0.6 (calibrating again would give about 0.53) and its seed to 2
+    tr.run["generator"] = {**tr.run["generator"], "skew": 0.6, "seed": 2}
+    params = eplb_balance.Params(groups=2, nodes=2, **{**SMALL, "batch_sizes": [8]})
+    an = eplb_balance.analyse(tr, params)
+    assert an.skew == 0.6  # not calibrated again
+    got = an.sweeps["batch_per_rank"].iloc[0].to_dict()
+    assert got == pytest.approx(_sweep_row(an.skew, 2, 64, 64, 8, 8, groups=2, nodes=2))
+
+
+def test_a_recorded_trace_with_a_generator_is_still_calibrated() -> None:
+    tr = _hand_trace()
+    tr.run["generator"] = {"skew": 9.0, "seed": 0}
+    an = eplb_balance.analyse(tr, HAND)
+    spec = eplb_balance.Spec(ep_size=2, redundant=0)
+    assert an.skew == eplb_balance.calibrate(spec, target=5 / 7)["skew"]  # not 9
+
+
+@pytest.mark.parametrize(("parameters", "batch"), [({"batch_per_rank": 16}, 16), ({}, 64)])
+def test_the_batch_per_rank_is_the_traces_else_64(parameters, batch) -> None:
+    tr = _hand_trace()
+    tr.run["parameters"] = {"model": MODEL, **parameters}
+    assert eplb_balance.analyse(tr, HAND).batch_per_rank == batch
+
+
+@pytest.mark.parametrize(("gpu", "testable"), [("NVIDIA B200", True), ("NVIDIA H100", False)])
+def test_any_blackwell_gpu_can_test_the_claims(gpu, testable) -> None:
+    assert eplb_balance.analyse(_hand_trace(gpus=(gpu,)), HAND).testable is testable
+
+
+def test_uniform_floor_over_the_scored_steps_of_the_first_steps_tokens() -> None:
+    # 4 steps x 2 layers x 4 experts, step 1 doubled: a step's tokens are the first one's
+    # (10 a layer); EPLB fitted on 2, scored on 2: the floor is uniform routing's over 2
+    # steps of 2 layers of 10 tokens on 2 ranks
+    one, two = [[4, 3, 2, 1]] * 2, [[8, 6, 4, 2]] * 2
+    tr = _hand_trace()
+    tr.extra["expert_load"] = eplb_balance.loads_table(np.array([one, two, one, one], float))
+    an = eplb_balance.analyse(tr, HAND)
+    assert an.floor == eplb_balance.uniform_floor(2, 10, 2, windows=2)
+    assert an.values()["tokens_per_step"] == 10
+
+
+def test_the_shares_table_of_the_hand_trace() -> None:
+    # model 5/7 -> 1 with a floor of 5/6; the claim's 0.35 -> 0.94 (an analysis of its own:
+    # mutmut counts a module fixture's calls for the first test that uses it)
+    hand = eplb_balance.analyse(_hand_trace(), HAND)
+    assert hand.shares.to_dict("list") == {
+        "reading": ["gap closed", "ratio to uniform", "ratio to uniform, same sampling"],
+        "formula": [
+            "(T_eplb - T_static) / (T_uniform - T_static), T_uniform = 1",
+            "T_eplb / T_uniform, T_uniform = 1",
+            "T_eplb / T_uniform, T_uniform = per-step balancedness of uniform routing",
+        ],
+        "model (%)": pytest.approx([100.0, 100.0, 120.0]),
+        "claim's 0.35 and 0.94 (%)": pytest.approx([100 * 0.59 / 0.65, 94.0, 94 * 6 / 5]),
+    }
+
+
+def test_score_summary_every_field_by_hand() -> None:
+    # see test_score_hand_example: static 5/7, EPLB 1, one layer (legacy 1 both)
+    loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]])
+    s, _ = eplb_balance.score(loads, 1, 2, 0)
+    assert s == {
+        "static": pytest.approx(5 / 7),
+        "eplb": 1.0,
+        "static_legacy": 1.0,
+        "eplb_legacy": 1.0,
+        "fraction_recovered_gap": pytest.approx(1.0),
+        "fraction_of_uniform": 1.0,
+        "ep_size": 2,
+        "redundant": 0,
+        "fit_windows": 1,
+        "scored": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("layout", "field", "problem"),
+    [
+        ((2, 0, 3, 1), "groups", "3 groups do not divide 4 experts"),
+        ((3, 2, 2, 2), "nodes", "3 ranks do not divide evenly over 2 nodes"),
+    ],
+)
+def test_score_checks_groups_and_nodes(layout, field, problem) -> None:
+    loads = np.array([[[4, 3, 2, 1]], [[4, 3, 2, 1]]])
+    with pytest.raises(InputError) as e:
+        eplb_balance.score(loads, 1, *layout)
+    assert (e.value.field, e.value.problem) == (field, problem)
+
+
+def test_uniform_floor_by_its_definition() -> None:
+    # 8 steps (the default) from default_rng(0) (the default seed) of 3 layers x 20 tokens
+    # over 2 ranks, each step's balancedness, then their mean
+    rng = np.random.default_rng(0)
+    want = np.mean([eplb.balancedness(rng.multinomial(20, [0.5, 0.5], size=3)) for _ in range(8)])
+    assert eplb_balance.uniform_floor(3, 20, 2) == want
+
+
+@pytest.mark.parametrize(
+    ("claimed", "ep", "verdict", "clears"),
+    [
+        (0.5, 2, "possible", "; the figure clears the floor of any EP size of at least 2 ranks"),
+        (1.0, 64, "possible", "; the figure clears the floor of any EP size of at least 1 ranks"),
+        (1.2, 64, "impossible", ""),
+        (0.0, 64, "impossible", ""),  # no number of ranks: 1 / 0
+    ],
+)
+def test_balancedness_physics_at_its_bounds(claimed, ep, verdict, clears) -> None:
+    r = eplb_balance.balancedness_physics(eplb_balance.AFTER, claimed, ep, "note")
+    assert r.verdict == verdict
+    assert r.reason == (
+        f"balancedness must lie between 1/{ep} = {1 / ep:.3g} and 1 (the write-up does not "
+        f"state the EP ranks: {ep} is assumed here (the chapter's ep_size){clears}); note"
+    )
+
+
+@pytest.mark.parametrize(
+    ("recovered", "verdict", "tail"),
+    [
+        (94.5, "possible", "one fixed reading gives it"),  # |94 - 94.5| = 0.5: the tolerance
+        (
+            100,
+            "undetermined",  # needs 0.94 / 1 = 0.94 = after: the lowest uniform can score
+            "neither is 100 % within 0.5; it needs uniform routing to score 0.940 per step, "
+            "which the batch decides",
+        ),
+    ],
+)
+def test_recovered_physics_at_its_bounds(recovered, verdict, tail) -> None:
+    r = eplb_balance.recovered_physics(0.35, 0.94, recovered, 0.5, 64)
+    assert r.verdict == verdict
+    assert r.reason == f"from 0.35 and 0.94: 90.8 % of the gap closed, 94 % of uniform; {tail}"
+
+
+def test_run_readings_of_a_synthetic_trace_are_flagged_and_b200_tests() -> None:
+    r = eplb_balance.run_reading({"kind": "synthetic"}, eplb_balance.AFTER, 0.9, 0.005, 0.94, "")
+    assert r.synthetic is True
+    run = {"kind": "recorded", "hardware": {"gpus": [{"name": "NVIDIA B200"}]}}
+    run["parameters"] = {"model": MODEL}
+    r = eplb_balance.run_reading(run, eplb_balance.AFTER, 0.943, 0.005, 0.94, "")
+    assert (r.verdict, r.margin) == ("consistent", "+0.003")
+
+
+def test_the_physics_readings_end_with_their_notes(hand_gpu) -> None:
+    out = eplb_balance.outcome(hand_gpu)
+    before = out.reading(eplb_balance.BEFORE, "physics").reason
+    assert before.endswith("; a skewed routing with static placement can score it")
+    assert out.reading(eplb_balance.AFTER, "physics").reason.endswith(hand_gpu.model_note)
+
+
+def test_model_shape_counts_the_moe_layers_and_refuses_a_model_without_experts(tmp_path):
+    # DeepSeek-R1: 61 layers, the first 3 dense (num_moe_layers 58), 256 experts, top-8
+    assert eplb_balance.model_shape("deepseek-r1") == eplb_balance.Shape(58, 256, 8)
+    text = (paths.DATA / "models" / "deepseek-r1.yaml").read_text()
+    yaml = tmp_path / "deepseek-r1.yaml"
+    yaml.write_text(text.replace("  num_routed_experts: 256\n", "  num_routed_experts: null\n"))
+    with pytest.raises(InputError) as e:
+        eplb_balance.model_shape(str(yaml))
+    problem = "the model catalog lacks layers, experts or top-k"
+    assert (e.value.file, e.value.field, e.value.problem) == (str(yaml), "moe", problem)

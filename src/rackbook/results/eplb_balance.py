@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = write_trace(a.out, build_default_trace(spec))
     except InputError as err:
-        print(f"error: {err}")
+        print(f"error: {err}", file=sys.stderr)
         return 2
     gen = read_run(path)["generator"]
     print(
