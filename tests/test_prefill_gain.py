@@ -16,6 +16,7 @@ from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat, read_trace, validate
 from rackbook.errors import InputError
+from rackbook.inputs import catalogs
 from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import prefill_gain
 
@@ -494,3 +495,256 @@ def test_figures_draw_from_the_analysis(tmp_path, hardware):
             assert len(spans) == (hardware is B300)
             assert ("CPU stand-in" in ax.get_title()) == (hardware is NO_GPU)
         matplotlib.pyplot.close(fig)
+
+
+def _shipped():
+    return prefill_gain.analyse(read_trace(paths.TRACES / "prefill-gain"))
+
+
+def test_the_shipped_traces_values_in_full():
+    """Every value the chapter glues, on the shipped CPU trace with the notebook's defaults: the
+    gain and its interval are the golden headline's (+55.06 %, +51.4 % .. +58.2 %); the
+    read and compute times are those of test_outcome_by_hand (the same 128,000-token prefix);
+    the need shares are 1 - 1 / 1.35 and 1 - 1 / 1.44."""
+    v = _shipped().values()
+    approx = {
+        "a_tok_s": 4750.915076464831, "b_tok_s": 7366.983191911702,
+        "ceiling_no_reuse": 332_736.150203261, "compute_us": 3.0053842944,
+        "gain_pct": 55.0645101699754, "gain_low_pct": 51.39952992246253,
+        "gain_high_pct": 58.19843571447705, "level_pct": 90.0, "mean_cached_tokens": 2048.0,
+        "mean_new_tokens": 256.0625, "need_low_pct": 100 * (1 - 1 / 1.35),
+        "need_high_pct": 100 * (1 - 1 / 1.44), "read_over_compute": 1.963776 / 3.0053842944,
+        "removable_pct": 50.26376453375661, "sparse_mb_per_new_token": 15.710208,
+        "sparse_read_us": 1.963776,
+    }  # fmt: skip
+    exact = {
+        "batched_tokens_a": 64, "batched_tokens_b": 2048, "claim_low_pct": 35.0,
+        "claim_high_pct": 44.0, "claim_prefix": 128_000, "range_verdict": "above",
+        "stat": "median", "trace_new": 256, "v_physics": "undetermined",
+        "gpu_name": "NVIDIA B300 in a GB300 NVL72 rack (Blackwell Ultra)",
+        "reuse_change": "it stays there: the compute bound binds either way",
+    }  # fmt: skip
+    assert set(v) == set(approx) | set(exact)
+    assert {k: v[k] for k in exact} == exact
+    for k, x in approx.items():
+        assert v[k] == pytest.approx(x, rel=1e-9), k
+
+
+def test_the_shipped_traces_headlines_in_full():
+    """Each headline's name, value, unit, kind, verdict, claim and definition on the shipped
+    trace (the values are the golden file's)."""
+    hs = prefill_gain.outcome(_shipped()).headlines
+    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in hs]
+    claim = "prefill-gain.gain"
+    assert got == [
+        ("gain", 55.06, "%", "measured", "untested", claim),
+        ("gain_interval_low", 51.4, "%", "measured", "untested", claim),
+        ("gain_interval_high", 58.2, "%", "measured", "untested", claim),
+        ("new_token_tok_s_a", 4750.92, "tok/s", "measured", "not comparable", None),
+        ("new_token_tok_s_b", 7366.98, "tok/s", "measured", "not comparable", None),
+        ("mean_cached_tokens", 2048.0, "tokens", "measured", "not comparable", None),
+        ("removable_share", 50.3, "%", "modelled", "undetermined", claim),
+        ("prefix_read_ceiling_no_reuse", 332_736.2, "tok/s", "modelled", "not comparable", None),
+    ]
+    d = {h.name: h for h in hs}
+    assert d["gain"].definition == (
+        "median new-token prefill tok/s of B / A - 1; new tokens = prompt - cached, over TTFT"
+    )
+    assert d["gain_interval_high"].definition == (
+        "upper end of the 90 % bootstrap interval of the gain"
+    )
+    assert d["new_token_tok_s_b"].definition == (
+        "median new-token prefill throughput per request, config B"
+    )
+    assert d["new_token_tok_s_a"].reason == "the write-up gives no absolute throughput"
+    assert d["mean_cached_tokens"].reason == "the claim's prefix is 128,000 tokens"
+    assert d["mean_cached_tokens"].definition == (
+        "mean cached prompt tokens per request (the prefix P)"
+    )
+    assert d["removable_share"].definition == (
+        "share of a new token's time at the bounds that the decoder replay layers remove (at "
+        "equal kernel efficiency before and after: an assumption)"
+    )
+    assert d["prefix_read_ceiling_no_reuse"].definition == (
+        "new-token prefill ceiling behind 128,000 cached tokens, 1 x GB300, fp4 KV, sparse "
+        "reads, no reuse"
+    )
+    assert d["prefix_read_ceiling_no_reuse"].reason == "a ceiling on throughput, not a gain"
+    assert d["prefix_read_ceiling_no_reuse"].hardware is None
+    assert d["gain"].hardware == "2-core AMD EPYC, no GPU" and d["gain"].trace_ids
+
+
+def test_the_shipped_traces_readings_and_sources():
+    """The run's reading quotes the range verdict; the physics reading, with no baseline, is
+    undetermined and says why; every request's cached count came from run.json."""
+    an = _shipped()
+    assert an.cached_sources() == "run.json parameters.prefix_tokens (480 requests)"
+    phys, _, run = an.readings
+    assert (phys.verdict, phys.margin) == ("undetermined", "no baseline throughput published")
+    assert phys.reason.startswith(
+        "a bound caps a throughput, not a gain: the baseline's absolute new-token throughput is "
+        "not published, and a slow enough baseline makes any gain reachable; at equal kernel "
+        "efficiency before and after (an assumption, not physics), +35 % to +44 % on new tokens "
+        "removes 25.9 % to 30.6 % of their time, and running the decoder layers on the last "
+        "window only removes up to 50.3 % of it ("
+    )
+    assert run.reason == (
+        "recorded on 2-core AMD EPYC, no GPU (measured +55.1 % (interval +51.4 % .. +58.2 %) vs "
+        "published +35 % .. +44 %: above); the claim needs Blackwell GPUs serving "
+        "DeepSeek-V4.1-Flash behind 128,000 cached tokens"
+    )
+    assert an.missing == "" and an.trace_prefix == 2048
+    assert an.stat_tok_s("A") == pytest.approx(4750.915076464831, rel=1e-12)
+    assert math.isnan(an.stat_tok_s("C"))
+
+
+@pytest.mark.parametrize("baseline, verdict", [(231_066.5, "possible"), (231_067.5, "impossible")])
+def test_physics_with_a_published_baseline(baseline, verdict):
+    """baseline x 1.44 against the 332,736.15 new-token bound: the edge sits at 332,736.150203261
+    / 1.44 = 231,066.77 new tok/s (231,066.5 x 1.44 = 332,735.76 below, 231,067.5 x 1.44 =
+    332,737.2 above); a removable share of 0.5 allows up to 1 / (1 - 0.5) - 1 = +100 %."""
+    r = prefill_gain.gain_physics(
+        0.35, 0.44, 0.5, "how", baseline_tok_s=baseline, bound_tok_s=332_736.150203261,
+        bound_how="1 x GB300 behind 128,000 cached tokens",
+    )  # fmt: skip
+    assert r.verdict == verdict
+    assert r.reason.startswith(
+        f"a baseline of {baseline:,.0f} new tok/s per GPU x (1 + 44 %) = {baseline * 1.44:,.0f}, "
+    )
+    assert "the 332,736 new-token bound (1 x GB300 behind 128,000 cached tokens)" in r.reason
+    assert r.margin.endswith(" the new-token bound")
+    assert "gains up to +100 % need no faster kernels" in r.reason
+
+
+def test_physics_of_a_layer_share_of_one_is_unbounded():
+    r = prefill_gain.gain_physics(0.35, 0.44, 1.0, "all of it")
+    assert "gains up to +inf % need no faster kernels" in r.reason and "(all of it)" in r.reason
+    assert r.verdict == "undetermined"
+
+
+@pytest.mark.parametrize("v", [True, -1, 2.5, "128000"])
+def test_a_prefix_parameter_that_is_no_token_count_is_refused(tmp_path, v):
+    t = _ab(tmp_path)
+    t.run["parameters"] = {"cached_prefix_tokens": None, "random_prefix_len": v}
+    t.requests["cached_prompt_tokens"] = pd.NA
+    with pytest.raises(InputError) as e:
+        prefill_gain.new_token_prefill(t)
+    assert e.value.field == "parameters.random_prefix_len"
+    assert e.value.problem == f"must be a token count, got {v!r}"
+
+
+def test_the_prefix_parameters_are_read_in_order(tmp_path):
+    """The first key set wins; ``None`` counts as unset; a float that is whole is a count."""
+    t = _ab(tmp_path)
+    t.requests["cached_prompt_tokens"] = pd.NA
+    t.run["parameters"] = {"prefix_repetition_prefix_len": 7, "random_prefix_len": 1000.0,
+                           "prefix_tokens": None}  # fmt: skip
+    tab = prefill_gain.new_token_prefill(t)
+    assert set(tab["cached_tokens"]) == {1000} and set(tab["new_tokens"]) == {100}
+    assert set(tab["cached_source"]) == {"run.json parameters.random_prefix_len"}
+    tab = prefill_gain.new_token_prefill(t, prefix_tokens=900)
+    assert set(tab["cached_tokens"]) == {900} and set(tab["cached_source"]) == {"argument"}
+    t.run["parameters"] = {}
+    with pytest.raises(InputError) as e:
+        prefill_gain.new_token_prefill(t)
+    assert e.value.field == "requests.cached_prompt_tokens"
+    assert e.value.problem == (
+        "missing and no prefix length known: pass prefix_tokens= or set run.json "
+        "parameters.prefix_tokens"
+    )
+
+
+def test_what_measured_kernels_reach_behind_the_prefix():
+    """Prefill behind 128,000 cached tokens on 2 x B300 reaches 173,151 new tok/s per GPU (fewer
+    than behind 1,000: 207,754); a baseline of 100,000 x 1.44 over 2 GPUs = 72,000 per GPU is
+    72,000 / 173,151 = 0.416 of it; without a baseline there is no ratio."""
+    m, g = catalogs.as_model(MODEL), catalogs.as_gpu("b300")
+    some = prefill_gain.gain_attainable(m, g, 2, 128_000, 0.44, None)
+    assert some["ratio"] is None and some["tok_s_per_gpu"] == pytest.approx(173_151.46, abs=0.01)
+    assert some["text"].startswith(
+        "measured kernels reach 173,151 new tok/s per GPU behind 128,000 cached tokens (attention "
+        "data-parallel + experts expert-parallel on 2 GPUs"
+    )
+    assert some["text"].endswith(
+        "; without the baseline's throughput no gain can be set against it"
+    )
+    short = prefill_gain.gain_attainable(m, g, 2, 1_000, 0.44, None)["tok_s_per_gpu"]
+    assert short == pytest.approx(207_754.05, abs=0.01)
+    based = prefill_gain.gain_attainable(m, g, 2, 128_000, 0.44, 100_000.0)
+    assert based["ratio"] == pytest.approx(72_000 / based["tok_s_per_gpu"], rel=1e-12)
+    assert based["text"].startswith("the gained throughput 72,000 input tok/s per GPU is 0.42x")
+
+
+def test_cached_sources_most_first_then_by_name(tmp_path):
+    """Two requests carry their own cached count, six take run.json's: most first; a tie is
+    ordered by name."""
+    t = _ab(tmp_path)
+    t.requests["cached_prompt_tokens"] = [1000, 1000] + [pd.NA] * 6
+    an = _analysis_of(t)
+    assert an.cached_sources() == "run.json parameters.prefix_tokens (6 requests), row (2 requests)"
+    t.requests["cached_prompt_tokens"] = [1000] * 4 + [pd.NA] * 4
+    assert _analysis_of(t).cached_sources() == (
+        "row (4 requests), run.json parameters.prefix_tokens (4 requests)"
+    )
+    t.requests["cached_prompt_tokens"] = [1000] * 2 + [pd.NA] * 6
+    assert _analysis_of(t, 1000).cached_sources() == "argument (6 requests), row (2 requests)"
+
+
+def _analysis_of(trace, assume=None):
+    return prefill_gain.analyse(trace, prefill_gain.Params(n_boot=10, assume_prefix_tokens=assume))
+
+
+def test_gain_defaults_and_a_missing_configuration(tmp_path):
+    """The defaults are the median, 2,000 resamples, seed 0 and a 90 % interval; a configuration
+    without usable requests is refused by name."""
+    tab = prefill_gain.new_token_prefill(_ab(tmp_path))
+    g = prefill_gain.gain(tab, "A", "B")
+    assert (g.n_boot, g.seed, g.level, g.n_a, g.n_b) == (2000, 0, 0.90, 4, 4)
+    assert g == prefill_gain.gain(tab, "A", "B", stat="median", n_boot=2000, seed=0, level=0.9)
+    assert g.gain == pytest.approx(0.5)
+    with pytest.raises(InputError) as e:
+        prefill_gain.gain(tab, "A", "C")
+    assert (e.value.file, e.value.field) == ("-", "config")
+    assert e.value.problem == "no usable request with config = 'C'"
+
+
+def test_a_claim_without_its_cached_prefix_is_refused():
+    tr = read_trace(paths.TRACES / "prefill-gain")
+    with pytest.raises(InputError) as e:
+        prefill_gain.analyse(tr, registry=_edited_registry(context_tokens=None))
+    assert (e.value.file, e.value.problem) == ("claims", "required")
+    assert e.value.field == "claims[prefill-gain.gain].scope.context_tokens"
+
+
+def test_what_would_flip_the_shipped_readings():
+    """The bound behind 128,000 cached tokens (332,736 new tok/s) over 1.44 is 231,067."""
+    physics, run = prefill_gain.outcome(_shipped()).flips
+    assert "a published baseline above 231,067 new tok/s on 1 x GB300 makes +44 % impossible " in (
+        physics
+    )
+    assert physics.endswith("the decoder replay layers' 50.3 % allow up to +101 %")
+    assert run == (
+        "this run: a trace on Blackwell GPUs serving DeepSeek-V4.1-Flash, both configurations "
+        "behind 128,000 cached tokens; inconsistent if the whole interval of the gain lies "
+        "outside +35 % to +44 %"
+    )
+
+
+@pytest.mark.parametrize(
+    "g,verdict",
+    [
+        (_gain(0.25, 0.2, 0.3), "inside"),  # the point exactly at the low end
+        (_gain(0.6, 0.5, 0.7), "consistent"),  # the interval's low end exactly at the high end
+        (_gain(0.125, 0.0, 0.25), "consistent"),  # its high end exactly at the low end
+        (_gain(0.125, 0.0, 0.2), "below"),
+    ],
+    ids=["point-at-low", "interval-low-at-high", "interval-high-at-low", "below"],
+)
+def test_range_verdicts_exactly_at_the_ends(g, verdict):
+    """Range +25 % .. +50 % (binary-exact ends): an end touched counts as inside or overlapping;
+    the published ends are printed whole."""
+    v = prefill_gain.verdict_range(g, 0.25, 0.5)
+    assert v.verdict == verdict
+    assert prefill_gain.verdict_range(g, 0.3125, 0.5625).text.endswith(
+        "vs published +31 % .. +56 %: " + prefill_gain.verdict_range(g, 0.3125, 0.5625).verdict
+    )
