@@ -189,3 +189,94 @@ def test_the_band_comes_from_the_registry(tmp_path):
     assert out.reading("decode-parity.gap", "this run").verdict == "consistent"
     text = " ".join(h.definition + h.reason for h in out.headlines)
     assert "25 %" in text and "6 %" not in text
+
+
+def _shipped():
+    from rackbook import paths
+    from rackbook.core.traces import read_trace
+
+    return decode_parity.analyse(read_trace(paths.TRACES / "decode-parity"))
+
+
+def test_the_shipped_traces_values_in_full():
+    """Every value the chapter glues on the shipped CPU trace with the notebook's defaults: the
+    largest gaps are the golden headline file's (-50.39 % decode at batch 256, -84.47 %
+    prefill); the decode bound is GB300's compute ceiling at every batch (241,834 tok/s/GPU)."""
+    v = _shipped().values()
+    assert v == {
+        "hardware": "2-core AMD EPYC, no GPU", "trace_kind": "recorded",
+        "max_gap_pct": pytest.approx(-50.38863409393093, rel=1e-9), "worst_batch": 256,
+        "inside": 0, "n_batches": 6,
+        "prefill_gap_pct": pytest.approx(-84.4658262003999, rel=1e-9),
+        "claim_batch_low": 8, "claim_batch_high": 256, "ceiling_ranks": 64,
+        "ceiling_low_batch": pytest.approx(241_833.53309428057, rel=1e-9),
+        "ceiling_high_batch": pytest.approx(241_833.53309428057, rel=1e-9),
+        "ceiling_limit": "compute",
+    }  # fmt: skip
+
+
+def test_the_shipped_traces_headlines_and_flips_in_full():
+    out = decode_parity.outcome(_shipped())
+    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    claim, nc = "decode-parity.gap", "not comparable"
+    ceilings = [
+        (f"ceiling_batch_{b}", 241_834, "tok/s/GPU", "modelled", nc, None)
+        for b in (8, 16, 32, 64, 128, 256)
+    ]
+    assert got == [
+        ("max_decode_gap", -50.39, "%", "measured", "untested", claim),
+        ("batch_sizes_within_band", 0, "batch sizes", "measured", "untested", claim),
+        ("max_prefill_gap", -84.47, "%", "measured", nc, None),
+        *ceilings,
+    ]
+    h = {x.name: x for x in out.headlines}
+    signed = "largest |A/B - 1| of {} throughput over the batch sizes, signed"
+    assert h["max_decode_gap"].definition == signed.format("decode")
+    assert h["max_prefill_gap"].definition == signed.format("prefill")
+    assert h["max_prefill_gap"].reason == (
+        "the write-up gives no number for prefill, only that it follows a curve"
+    )
+    assert h["batch_sizes_within_band"].definition == (
+        "batch sizes whose decode gap is within +/-6 %, of 6"
+    )
+    assert h["max_decode_gap"].reason.startswith(
+        "recorded on 2-core AMD EPYC, no GPU (largest gap -50.4 % at batch 256; 0/6 batch sizes "
+        "within the band); the claim needs vLLM against DeepInfer's offline benchmark on "
+        "Blackwell GPUs"
+    )
+    assert h["max_decode_gap"].hardware == "2-core AMD EPYC, no GPU"
+    assert len(h["max_decode_gap"].trace_ids) == 1 and h["ceiling_batch_8"].trace_ids == []
+    assert h["ceiling_batch_128"].definition == (
+        "decode bound per GPU (compute) at batch 128 per rank on 64 x gb300"
+    )
+    assert h["ceiling_batch_8"].reason == "bounds each engine, not their ratio"
+    assert out.flips == [
+        "this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
+        "at per-rank batches 8 to 256 turns it consistent if every gap is within 6 %, "
+        "inconsistent otherwise",
+        "physics: an engine above 241,834 tok/s per GPU at batch 8 per rank or any larger batch "
+        "(the compute ceiling does not grow with it) would mean the batch is not per rank on 64 "
+        "ranks",
+        "published: any DeepInfer throughput measurement at these batch sizes",
+    ]
+
+
+def test_throughput_table_rows_in_full(tmp_path):
+    """Engine a at batch 8 on 4 decode ranks: 2 requests of 10 decode tokens in 1.0 s each
+    (latency 1.1 s - TTFT 0.1 s): 8 x 20 / 2.0 = 80 tok/s per rank, 4 x 80 = 320 of all ranks,
+    8 x 100 / 0.1 = 8,000 prefill tok/s, TPOT 2,000 ms / 20 = 100 ms, TTFT 100 ms; b at batch
+    16 on one rank: 16 x 20 / 1.6 = 200 tok/s, TPOT 80 ms. Rows sort by engine, then batch."""
+    t = _trace(tmp_path, [("b", 16, 0.9), ("a", 8, 1.1)])
+    t.points["decode_ranks"] = t.points["point_id"].map({"a-8": 4, "b-16": 1}).astype("Int64")
+    tab = decode_parity.throughput_table(t)
+    assert list(tab.columns) == [
+        "point_id", "engine", "config", "batch", "decode_ranks", "requests", "decode_tok_s",
+        "decode_tok_s_total", "prefill_tok_s", "tpot_ms", "ttft_ms",
+    ]  # fmt: skip
+    got = [tuple(r) for r in tab.itertuples(index=False)]
+    assert got == [
+        ("a-8", "a", "default", 8, 4, 2, pytest.approx(80.0), pytest.approx(320.0),
+         pytest.approx(8000.0), pytest.approx(100.0), pytest.approx(100.0)),
+        ("b-16", "b", "default", 16, 1, 2, pytest.approx(200.0), pytest.approx(200.0),
+         pytest.approx(16000.0), pytest.approx(80.0), pytest.approx(100.0)),
+    ]  # fmt: skip
