@@ -456,3 +456,171 @@ def test_a_concurrency_8_benchmark_is_refused_before_any_work(tmp_path, run_cli)
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
     assert "not one stream: recorded at concurrency 8" in err and "parameter trace" in err
     assert not (out / "single-user.json").exists()
+
+
+def _shipped_single_user():
+    return single_user.analyse(read_trace(paths.TRACES / "single-user"))
+
+
+def test_the_shipped_traces_values_in_full():
+    """Every value the chapter glues on the shipped CPU trace with the notebook's defaults: the
+    stream's rate, gaps and tokens per chunk are the golden headline file's (180.16 tok/s, p50
+    5.497 ms, p99 13.663 ms, 1.021 tokens); 826 tok/s is 1 / 826 s = 1.2107 ms per token; the
+    rack claim is 954,000 / 72 = 13,250 tok/s per GPU, this one 826 / 4 = 206.5."""
+    v = _shipped_single_user().values()
+    approx = {
+        "budget_1_us": 20.876743825665862, "budget_s_us": 96.43901682808718,
+        "ceiling_1": 2662.5202351537873, "ceiling_s": 8957.875018502733,
+        "claim_ms": 1000 / 826, "floor_ms": 0.375584, "floor_s_ms": 0.391834,
+        "gap_max_ms": 92.93017899926781, "gap_min_ms": 0.0049780001063481905,
+        "ms_per_token": 5.550687073997206, "share_1_pct": 31.0232384,
+        "share_s_pct": 9.220936866096867, "tok_s": 180.15787715445322,
+        "uniform_s_gb": 33.5436954219696, "uniform_s_tok_s": 3297.3521694759656,
+        "weights_1_gb": 12.018688, "weights_s_gb": 12.018688,
+    }  # fmt: skip
+    exact = {
+        "acc_floor": 3.51, "acceptance": "unknown",
+        "acceptance_source": "no speculative decoding: no spec-decode statistics in run.json "
+        "or server_metrics",
+        "claim_gpus": 4, "claim_tok_s": 826.0, "draft_mb": 520.0, "floor_gpus": 4,
+        "moe_layers": 40, "n_requests": 32, "p50": "5.5", "p90": "8.85", "p99": "13.7",
+        "per_chunk": "1.02", "rack_gpus": 72, "rack_per_gpu": 13_250.0,
+        "rack_tok_s": 954_000.0, "su_per_gpu": 206.5, "verify_tokens": 6,
+    }  # fmt: skip
+    assert set(v) == set(approx) | set(exact)
+    assert {k: v[k] for k in exact} == exact
+    for k, x in approx.items():
+        assert float(v[k]) == pytest.approx(x, rel=1e-9), k
+
+
+def test_the_shipped_traces_headlines_and_flips_in_full():
+    out = single_user.outcome(_shipped_single_user())
+    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    claim, nc, share = "single-user.throughput", "not comparable", "% of ceiling"
+    assert got == [
+        ("stream_tok_s", 180.16, "tok/s", "measured", "untested", claim),
+        ("gap_p50_ms", 5.497, "ms", "measured", nc, None),
+        ("gap_p99_ms", 13.663, "ms", "measured", nc, None),
+        ("tokens_per_chunk", 1.021, "tokens", "measured", nc, None),
+        ("acceptance_length", None, "tokens/step", "measured", nc, None),
+        ("claim_share_of_floor_ceiling_no_speculation", 31.0232, share, "modelled", "possible",
+         claim),
+        ("claim_share_of_floor_ceiling_speculation", 9.2209, share, "modelled", "possible", claim),
+    ]  # fmt: skip
+    h = {x.name: x for x in out.headlines}
+    assert h["stream_tok_s"].definition == (
+        "sum(output tokens - 1) / sum(e2el - ttft) over one-at-a-time requests"
+    )
+    assert h["stream_tok_s"].reason == (
+        "recorded on 2-core AMD EPYC, no GPU (one stream at 180.2 tok/s on 1 accelerator); the "
+        "claim needs one stream of DeepSeek-V4.1-Flash on 4 B300 GPUs"
+    )
+    assert h["gap_p50_ms"].definition == "median gap between streamed chunks; null without gaps"
+    assert h["gap_p99_ms"].definition == (
+        "99th percentile gap between streamed chunks; null without gaps"
+    )
+    assert h["gap_p99_ms"].reason == "the write-up gives no gap figure"
+    assert h["tokens_per_chunk"].definition == "sum(output tokens - 1) / number of gaps"
+    assert h["tokens_per_chunk"].reason == "above 1 when chunks carry several tokens"
+    assert h["acceptance_length"].definition == (
+        "speculative-decoding acceptance length; null when the trace has none"
+    )
+    assert h["claim_share_of_floor_ceiling_no_speculation"].definition == (
+        "claim / batch-1 bandwidth bound (fewest bytes per step) on 4 x B300, 1 tokens per step"
+    )
+    assert h["claim_share_of_floor_ceiling_no_speculation"].reason == (
+        "floor 0.3756 ms/step vs 1.211 ms implied"
+    )
+    assert h["claim_share_of_floor_ceiling_speculation"].reason == (
+        "floor 0.3918 ms/step vs 4.249 ms implied"
+    )
+    assert out.flips == [
+        "physics: impossible above 8,958 tok/s, possible at or below (the higher bound, 3.51 "
+        "tokens per step on 4 GPUs, B300, fewest bytes per step); at one token per step the claim "
+        "leaves 20.9 µs per MoE layer for the dispatch and combine across the GPUs (96.4 µs with "
+        "speculation)",
+        "this run: one stream of DeepSeek-V4.1-Flash on 4 B300 GPUs within 10 % of 826 tok/s "
+        "reads consistent, outside it inconsistent",
+    ]
+
+
+def _stream(starts, e2el=1.0, n=(11, 11), ok=(True, True), conc=(1, 1), ttft=0.1):
+    k = len(starts)
+    return pd.DataFrame({
+        "point_id": ["p"] * k, "concurrency": list(conc)[:k], "success": list(ok)[:k],
+        "start_time_s": list(starts), "e2el_s": [e2el] * k, "output_tokens": list(n)[:k],
+        "ttft_s": [ttft] * k,
+    })  # fmt: skip
+
+
+def test_one_stream_within_the_overlap_tolerance():
+    """A request of 1.0 s from t = 0 ends at 1.0 - 0.001 (the tolerance) = 0.999 s: the next may
+    start there (an end before a start at a tie) but not 1 ms earlier."""
+    assert single_user.stream_problem(_stream([0.0, 0.999])) is None
+    assert single_user.stream_problem(_stream([0.0, 0.5])) == (
+        "not one stream: up to 2 requests in flight at once (start_time_s + e2el_s); the "
+        "single-user chapter reads one stream (one request after another)"
+    )
+    assert single_user.stream_problem(_stream([0.0, 0.998]), "p").startswith(
+        "not one stream: up to 2 requests in flight at once at point p ("
+    )
+
+
+def test_every_reason_a_stream_cannot_be_read():
+    assert single_user.stream_problem(_stream([0.0, 2.0]), "q") == "no request at point q"
+    assert single_user.stream_problem(_stream([])) == "no request"
+    assert single_user.stream_problem(_stream([0.0, 2.0], conc=(1, 2))) == (
+        "not one stream: recorded at concurrency 2 (point p); the single-user chapter reads one "
+        "stream (concurrency 1): give -p point_id of a concurrency-1 point, or record one stream"
+    )
+    assert single_user.stream_problem(_stream([0.0, 2.0], ok=(False, False)), "p") == (
+        "no successful request at point p: every request failed (see requests.error)"
+    )
+    one_token = single_user.stream_problem(_stream([0.0, 2.0], n=(1, 1)))
+    assert one_token == (
+        "no successful request with a decode step (output_tokens >= 2 after the first token's "
+        "time): one stream's speed is unknown"
+    )
+    assert single_user.stream_problem(_stream([0.0, 2.0], n=(2, 1))) is None  # 2 tokens: one step
+    assert single_user.stream_problem(_stream([0.0, 2.0], ttft=1.0)) is not None  # no decode time
+    assert single_user.stream_problem(_stream([0.0], conc=(1,))) is None  # one request
+
+
+def test_stream_stats_per_request_in_full(tmp_path):
+    """The two successful requests of ``_data``: 5 and 3 output tokens decoded in 0.4 s and
+    0.6 s (4 / 0.4 = 10 tok/s, TPOT 100 ms; 2 / 0.6 = 3.33 tok/s, TPOT 300 ms) over 4 and 2
+    gaps; the failed one is left out, and its gaps too. The pooled gaps stay in trace order."""
+    t = _trace(tmp_path)
+    s = single_user.stream_stats(t)
+    per = s.per_request
+    assert list(per.columns) == ["request_id", "output_tokens", "decode_s", "tok_s", "tpot_ms",
+                                 "gaps"]  # fmt: skip
+    assert per["request_id"].tolist() == t.requests["request_id"].tolist()[:2]
+    assert per["output_tokens"].tolist() == [5, 3]
+    assert per["decode_s"].tolist() == pytest.approx([0.4, 0.6])
+    assert per["tpot_ms"].tolist() == pytest.approx([100.0, 300.0])
+    assert s.gaps.tolist() == pytest.approx([50.0, 100.0, 100.0, 150.0, 200.0, 400.0])
+    pid = t.points["point_id"].iloc[0]
+    assert single_user.stream_stats(t, pid).tokens_per_s == pytest.approx(6.0)
+    with pytest.raises(InputError) as e:
+        single_user.stream_stats(t, "nope")
+    assert (e.value.field, e.value.problem) == ("point_id", "no point 'nope'")
+
+
+def test_the_shipped_traces_physics_reading_in_full():
+    """826 / 8,958 = 9 % of the bound at 3.51 tokens per step, 826 / 2,663 = 31 % of the one at
+    one token per step; the acceptance length's source is named; the attainable estimate rides
+    along."""
+    r = _shipped_single_user().readings[0]
+    assert (r.verdict, r.margin) == ("possible", "9 % of the ceiling")
+    assert r.reason == (
+        "826 tok/s is 9 % of the 8,958 tok/s bandwidth bound at 3.51 tokens per step and 31 % of "
+        "2,663 at 1 per step on 4 B300s, each step streaming the fewest bytes it can (the dense "
+        "weights once, the top-k experts per layer however many tokens it verifies, the "
+        "drafter); per-layer dispatch and combine across the GPUs are not counted; 3.51 tokens "
+        "per step is InferenceX's measured acceptance length, not the claim's (the write-up "
+        "names no acceptance length)"
+    )
+    assert r.attainable is not None and r.attainable["tok_s_per_gpu"] == pytest.approx(
+        483.1275365632664, rel=1e-9
+    )
