@@ -471,8 +471,10 @@ def _clean_journal(fd: int, lock: Path) -> None:
             continue
         name = line[4:]
         m = TEMP_NAME.match(name)
-        own = f".{_writable(m['base'])}" if m else ""
-        if m and "/" not in name and (own == base or base.startswith(f"{own}.")):
+        if not m or "/" in name:
+            continue
+        own = f".{_writable(m['base'])}"
+        if own == base or base.startswith(f"{own}."):
             _remove(lock.parent / name)
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
