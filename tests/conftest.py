@@ -81,19 +81,27 @@ def executed(tmp_path_factory) -> Path:
 _SHIPPED: dict[str, tuple[Any, Any]] = {}
 
 
-def chapter_on_shipped_trace(result: str) -> tuple[Any, Any]:
-    """(analysis, outcome) of ``result`` on its shipped trace with its notebook's default
-    parameters, what the chapter computes (once per process: kept)."""
+def analyse_shipped(result: str) -> Any:
+    """The analysis of ``result`` on its shipped trace with its notebook's default parameters,
+    computed afresh at each call (what a mutation run needs: a kept copy would hide a mutant)."""
     from rackbook import paths
     from rackbook.core.traces import read_trace
     from rackbook.params import cell_defaults
     from rackbook.results import REGISTRY
 
+    plugin, defaults = REGISTRY[result], cell_defaults(result)
+    trace = read_trace(paths.resolve(defaults["trace"]))
+    return plugin.analyse(trace, plugin.Params.from_mapping(defaults))
+
+
+def chapter_on_shipped_trace(result: str) -> tuple[Any, Any]:
+    """(analysis, outcome) of ``result`` on its shipped trace with its notebook's default
+    parameters, what the chapter computes (once per process: kept)."""
+    from rackbook.results import REGISTRY
+
     if result not in _SHIPPED:
-        plugin, defaults = REGISTRY[result], cell_defaults(result)
-        trace = read_trace(paths.resolve(defaults["trace"]))
-        an = plugin.analyse(trace, plugin.Params.from_mapping(defaults))
-        _SHIPPED[result] = an, plugin.outcome(an)
+        an = analyse_shipped(result)
+        _SHIPPED[result] = an, REGISTRY[result].outcome(an)
     return _SHIPPED[result]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import synthetic_trace
+from conftest import analyse_shipped, synthetic_trace
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.inputs.claims import load_claims, parse_claims
@@ -191,18 +191,11 @@ def test_the_band_comes_from_the_registry(tmp_path):
     assert "25 %" in text and "6 %" not in text
 
 
-def _shipped():
-    from rackbook import paths
-    from rackbook.core.traces import read_trace
-
-    return decode_parity.analyse(read_trace(paths.TRACES / "decode-parity"))
-
-
 def test_the_shipped_traces_values_in_full():
     """Every value the chapter glues on the shipped CPU trace with the notebook's defaults: the
     largest gaps are the golden headline file's (-50.39 % decode at batch 256, -84.47 %
     prefill); the decode bound is GB300's compute ceiling at every batch (241,834 tok/s/GPU)."""
-    v = _shipped().values()
+    v = analyse_shipped("decode-parity").values()
     assert v == {
         "hardware": "2-core AMD EPYC, no GPU", "trace_kind": "recorded",
         "max_gap_pct": pytest.approx(-50.38863409393093, rel=1e-9), "worst_batch": 256,
@@ -216,7 +209,7 @@ def test_the_shipped_traces_values_in_full():
 
 
 def test_the_shipped_traces_headlines_and_flips_in_full():
-    out = decode_parity.outcome(_shipped())
+    out = decode_parity.outcome(analyse_shipped("decode-parity"))
     got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
     claim, nc = "decode-parity.gap", "not comparable"
     ceilings = [

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import analyse_shipped
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -497,16 +498,12 @@ def test_figures_draw_from_the_analysis(tmp_path, hardware):
         matplotlib.pyplot.close(fig)
 
 
-def _shipped():
-    return prefill_gain.analyse(read_trace(paths.TRACES / "prefill-gain"))
-
-
 def test_the_shipped_traces_values_in_full():
     """Every value the chapter glues, on the shipped CPU trace with the notebook's defaults: the
     gain and its interval are the golden headline's (+55.06 %, +51.4 % .. +58.2 %); the
     read and compute times are those of test_outcome_by_hand (the same 128,000-token prefix);
     the need shares are 1 - 1 / 1.35 and 1 - 1 / 1.44."""
-    v = _shipped().values()
+    v = analyse_shipped("prefill-gain").values()
     approx = {
         "a_tok_s": 4750.915076464831, "b_tok_s": 7366.983191911702,
         "ceiling_no_reuse": 332_736.150203261, "compute_us": 3.0053842944,
@@ -524,16 +521,13 @@ def test_the_shipped_traces_values_in_full():
         "gpu_name": "NVIDIA B300 in a GB300 NVL72 rack (Blackwell Ultra)",
         "reuse_change": "it stays there: the compute bound binds either way",
     }  # fmt: skip
-    assert set(v) == set(approx) | set(exact)
-    assert {k: v[k] for k in exact} == exact
-    for k, x in approx.items():
-        assert v[k] == pytest.approx(x, rel=1e-9), k
+    assert v == exact | {k: pytest.approx(x, rel=1e-9) for k, x in approx.items()}
 
 
 def test_the_shipped_traces_headlines_in_full():
     """Each headline's name, value, unit, kind, verdict, claim and definition on the shipped
     trace (the values are the golden file's)."""
-    hs = prefill_gain.outcome(_shipped()).headlines
+    hs = prefill_gain.outcome(analyse_shipped("prefill-gain")).headlines
     got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in hs]
     claim = "prefill-gain.gain"
     assert got == [
@@ -577,7 +571,7 @@ def test_the_shipped_traces_headlines_in_full():
 def test_the_shipped_traces_readings_and_sources():
     """The run's reading quotes the range verdict; the physics reading, with no baseline, is
     undetermined and says why; every request's cached count came from run.json."""
-    an = _shipped()
+    an = analyse_shipped("prefill-gain")
     assert an.cached_sources() == "run.json parameters.prefix_tokens (480 requests)"
     phys, _, run = an.readings
     assert (phys.verdict, phys.margin) == ("undetermined", "no baseline throughput published")
@@ -718,7 +712,7 @@ def test_a_claim_without_its_cached_prefix_is_refused():
 
 def test_what_would_flip_the_shipped_readings():
     """The bound behind 128,000 cached tokens (332,736 new tok/s) over 1.44 is 231,067."""
-    physics, run = prefill_gain.outcome(_shipped()).flips
+    physics, run = prefill_gain.outcome(analyse_shipped("prefill-gain")).flips
     assert "a published baseline above 231,067 new tok/s on 1 x GB300 makes +44 % impossible " in (
         physics
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import analyse_shipped
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -458,16 +459,12 @@ def test_a_concurrency_8_benchmark_is_refused_before_any_work(tmp_path, run_cli)
     assert not (out / "single-user.json").exists()
 
 
-def _shipped_single_user():
-    return single_user.analyse(read_trace(paths.TRACES / "single-user"))
-
-
 def test_the_shipped_traces_values_in_full():
     """Every value the chapter glues on the shipped CPU trace with the notebook's defaults: the
     stream's rate, gaps and tokens per chunk are the golden headline file's (180.16 tok/s, p50
     5.497 ms, p99 13.663 ms, 1.021 tokens); 826 tok/s is 1 / 826 s = 1.2107 ms per token; the
     rack claim is 954,000 / 72 = 13,250 tok/s per GPU, this one 826 / 4 = 206.5."""
-    v = _shipped_single_user().values()
+    v = analyse_shipped("single-user").values()
     approx = {
         "budget_1_us": 20.876743825665862, "budget_s_us": 96.43901682808718,
         "ceiling_1": 2662.5202351537873, "ceiling_s": 8957.875018502733,
@@ -487,14 +484,11 @@ def test_the_shipped_traces_values_in_full():
         "per_chunk": "1.02", "rack_gpus": 72, "rack_per_gpu": 13_250.0,
         "rack_tok_s": 954_000.0, "su_per_gpu": 206.5, "verify_tokens": 6,
     }  # fmt: skip
-    assert set(v) == set(approx) | set(exact)
-    assert {k: v[k] for k in exact} == exact
-    for k, x in approx.items():
-        assert float(v[k]) == pytest.approx(x, rel=1e-9), k
+    assert v == exact | {k: pytest.approx(x, rel=1e-9) for k, x in approx.items()}
 
 
 def test_the_shipped_traces_headlines_and_flips_in_full():
-    out = single_user.outcome(_shipped_single_user())
+    out = single_user.outcome(analyse_shipped("single-user"))
     got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
     claim, nc, share = "single-user.throughput", "not comparable", "% of ceiling"
     assert got == [
@@ -611,7 +605,7 @@ def test_the_shipped_traces_physics_reading_in_full():
     """826 / 8,958 = 9 % of the bound at 3.51 tokens per step, 826 / 2,663 = 31 % of the one at
     one token per step; the acceptance length's source is named; the attainable estimate rides
     along."""
-    r = _shipped_single_user().readings[0]
+    r = analyse_shipped("single-user").readings[0]
     assert (r.verdict, r.margin) == ("possible", "9 % of the ceiling")
     assert r.reason == (
         "826 tok/s is 9 % of the 8,958 tok/s bandwidth bound at 3.51 tokens per step and 31 % of "

@@ -431,26 +431,15 @@ def test_bands_splits_ratios_and_the_prediction_row() -> None:
     assert point("a", "s", batch=64.0, gpus=4).band == "1-16 per GPU"
     assert point("a", "s", batch=68.0, gpus=4).band == "> 16 per GPU"
     # output counted: input is output x isl / osl; input counted: output is input x osl / isl
-    assert V._split(point("a", "s", counted="output", phase="mixed", isl=300, osl=100), 10.0) == (
-        10.0,
-        30.0,
-    )
-    assert V._split(point("a", "s", counted="input", phase="mixed", isl=300, osl=100), 30.0) == (
-        10.0,
-        30.0,
-    )
-    assert V._split(point("a", "s", counted="total", phase="mixed", isl=300, osl=100), 40.0) == (
-        10.0,
-        30.0,
-    )
-    assert V._split(point("a", "s", counted="total", phase="decode", isl=300, osl=100), 40.0) == (
-        10.0,
-        0.0,
-    )
-    assert V._split(point("a", "s", counted="total", phase="prefill", isl=300, osl=100), 40.0) == (
-        0.0,
-        30.0,
-    )
+    for counted, phase, value, split in [
+        ("output", "mixed", 10.0, (10.0, 30.0)),
+        ("input", "mixed", 30.0, (10.0, 30.0)),
+        ("total", "mixed", 40.0, (10.0, 30.0)),
+        ("total", "decode", 40.0, (10.0, 0.0)),
+        ("total", "prefill", 40.0, (0.0, 30.0)),
+    ]:
+        p = point("a", "s", counted=counted, phase=phase, isl=300, osl=100)
+        assert V._split(p, value) == split, (counted, phase)
     assert V._split(point("a", "s", counted="output", phase="mixed"), 10.0) == (10.0, 0.0)
     assert V._split(point("a", "s", counted="input", phase="mixed"), 30.0) == (0.0, 30.0)
     p = point("a", "s", measured=100.0, batch=8.0, gpus=4)
