@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import analyse_shipped, synthetic_trace
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.inputs.claims import load_claims, parse_claims
+from rackbook.physics import check, roofline
 from rackbook.results import decode_parity
 
 
@@ -64,8 +67,9 @@ def test_parity_keeps_only_batch_sizes_both_engines_measured(tmp_path):
     t = _trace(tmp_path, [*POINTS, ("a", 32, 1.1)])
     par = decode_parity.parity(decode_parity.throughput_table(t), "a", "b")
     assert par["batch"].tolist() == [8, 16]
-    with pytest.raises(ValueError, match="no batch size measured by both engines"):
+    with pytest.raises(ValueError) as e:
         decode_parity.largest_gap(par.iloc[:0])
+    assert str(e.value) == "no batch size measured by both engines"
 
 
 def _testable(t, gpus):
@@ -138,6 +142,8 @@ def test_every_physics_reading(tmp_path, share, verdict):
     r = out.reading("decode-parity.gap", "physics")
     assert r.verdict == verdict
     assert r.margin == f"{share:.3g}x the ceiling"
+    assert r.ratio == pytest.approx(share, rel=1e-6)
+    assert r.attainable["text"].startswith("measured kernels reach ")
 
 
 def test_physics_is_undetermined_for_a_stand_in(tmp_path):
@@ -243,6 +249,11 @@ def test_the_shipped_traces_headlines_and_flips_in_full():
         "decode bound per GPU (compute) at batch 128 per rank on 64 x gb300"
     )
     assert h["ceiling_batch_8"].reason == "bounds each engine, not their ratio"
+    assert out.reading(claim, "physics").reason == (
+        "a ratio of two engines on the same GPUs: physics bounds each (a compute ceiling of "
+        "241,834 tok/s per GPU at every batch from 8 to 256 per rank, since from batch 8 compute, "
+        "not the weight read, binds), not the ratio"
+    )
     assert out.flips == [
         "this run: a trace of vLLM and DeepInfer on Blackwell GPUs serving DeepSeek-V4.1-Flash "
         "at per-rank batches 8 to 256 turns it consistent if every gap is within 6 %, "
@@ -273,3 +284,216 @@ def test_throughput_table_rows_in_full(tmp_path):
         ("b-16", "b", "default", 16, 1, 2, pytest.approx(200.0), pytest.approx(200.0),
          pytest.approx(16000.0), pytest.approx(80.0), pytest.approx(100.0)),
     ]  # fmt: skip
+
+
+def test_a_ceiling_that_grows_with_the_batch(tmp_path):
+    """Batch 1 and 2 per rank on 64 GB300 ranks are bandwidth-bound: 42,600 and 85,201 tok/s
+    per GPU (twice the tokens per weight read), so the span names both ceilings and the
+    physics flip names the larger batch's own ceiling; measured kernels reach 583 and 1,018."""
+    pts = [("a", 1, 1.1), ("b", 1, 1.05), ("a", 2, 1.1), ("b", 2, 0.9)]
+    an = decode_parity.analyse(
+        _trace(tmp_path, pts), decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[1, 2])
+    )
+    v = an.values()
+    assert (v["worst_batch"], v["inside"], v["n_batches"]) == (2, 1, 2)
+    assert v["max_gap_pct"] == pytest.approx(-20.0) and v["prefill_gap_pct"] == pytest.approx(0)
+    assert v["ceiling_low_batch"] == pytest.approx(42_600.3237624606, rel=1e-9)
+    assert v["ceiling_high_batch"] == pytest.approx(85_200.6475249212, rel=1e-9)
+    assert v["ceiling_limit"] == "memory bandwidth"
+    out = decode_parity.outcome(an)
+    assert out.flips[1] == (
+        "physics: an engine above 42,600 tok/s per GPU at batch 1 per rank (or 85,201 at 2) "
+        "would mean the batch is not per rank on 64 ranks"
+    )
+    phys = out.reading("decode-parity.gap", "physics")
+    assert phys.reason == (
+        "a ratio of two engines on the same GPUs: physics bounds each (ceilings 42,600 tok/s "
+        "per GPU at batch 1 per rank to 85,201 at 2), not the ratio"
+    )
+    assert phys.attainable["text"].startswith(
+        "measured kernels reach 583 tok/s per GPU at batch 1 per rank and 1,018 at 2 on 64 "
+        "ranks (attention data-parallel + experts expert-parallel on 64 GPUs"
+    )
+    assert phys.attainable["text"].endswith(
+        "the claim is a ratio of two engines, which this does not bound"
+    )
+    assert phys.attainable["ratio"] is None and phys.margin == "-"
+    expected = phys.attainable["expected"]  # the claim's 1.0 against what deployments reach
+    assert expected["ratio"] == pytest.approx(1 / expected["tok_s_per_gpu"], rel=1e-9)
+    assert phys.attainable["tok_s_per_gpu"] == pytest.approx(1017.7483516185964, rel=1e-9)
+    mixed = decode_parity.analyse(
+        _trace(tmp_path, pts), decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[1, 8])
+    )
+    assert mixed.values()["ceiling_limit"] == "memory bandwidth and compute"
+
+
+def test_engine_b_from_trace_b_replaces_the_first_traces_engine_b(tmp_path):
+    """Engine A's points come from the first trace, engine B's from ``trace_b`` only: the
+    first trace's DeepInfer point (0.5 s) and trace_b's vLLM point (0.3 s) are dropped, so A
+    decodes 80 tok/s and B 8 x 20 / 1.9 = 84.21 at batch 8: gap -5 %, consistent when both
+    traces are Blackwell recordings, untested when trace_b is not."""
+    g = ("NVIDIA B300",)
+    a = _testable(_trace(tmp_path / "a", [("a", 8, 1.1), ("deepinfer", 8, 0.5)], g), g)
+    params = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[8])
+    cases = ((g, "consistent", "-5.0 %", "1 x NVIDIA B300"), ((), "untested", "-", None))
+    for gpus, verdict, margin, label in cases:
+        b = _trace(tmp_path / f"b{len(gpus)}", [("deepinfer", 8, 1.05), ("a", 8, 0.3)], gpus)
+        b = _testable(b, gpus)
+        an = decode_parity.analyse(a, params, trace_b=b)
+        tab = an.table
+        assert list(zip(tab["point_id"], tab["decode_tok_s"].round(2), strict=True)) == [
+            ("a-8", 80.0),
+            ("deepinfer-8", 84.21),
+        ]
+        if label:
+            assert an.hardware == f"1 x NVIDIA B300; engine B: {label}"
+        else:
+            assert an.hardware.startswith("1 x NVIDIA B300; engine B: ") and "no GPU" in an.hardware
+        out = decode_parity.outcome(an)
+        assert out.trace_ids == [a.trace_id, b.trace_id]
+        run = out.reading("decode-parity.gap", "this run")
+        assert (run.verdict, run.margin) == (verdict, margin)
+
+
+def test_throughput_table_edge_rows(tmp_path):
+    """Edited requests, one point each: a point without a batch (skipped, and the points after
+    it still read), one whose requests all failed (skipped), outputs of 0 and 11 tokens (0 + 10
+    decode tokens, never -1 + 10), a zero decode time (no decode rate, no TPOT), a zero TTFT (no
+    prefill rate) and 0.8 s of decode in all (8 x 20 / 0.8 = 200 tok/s, 400 on 2 ranks)."""
+    pts = [("n", 8, 1.1), ("f", 8, 1.1), ("o", 8, 1.1), ("z", 8, 1.1), ("t", 8, 1.1), ("s", 8, 0.5)]
+    t = _trace(tmp_path, pts)
+    t.points.loc[t.points["point_id"] == "n-8", ["batch_size", "concurrency"]] = pd.NA
+    t.points["decode_ranks"] = t.points["point_id"].map({"s-8": 2}).fillna(1).astype("Int64")
+    req = t.requests
+    req.loc[req["point_id"] == "f-8", "success"] = False
+    first = req.index[req["point_id"] == "o-8"][0]
+    req.loc[first, "output_tokens"] = 0
+    z = req["point_id"] == "z-8"
+    req.loc[z, "e2el_s"], req.loc[z, "output_tokens"] = req.loc[z, "ttft_s"], 1
+    req.loc[req["point_id"] == "t-8", "ttft_s"] = 0.0
+    tab = decode_parity.throughput_table(t).set_index("point_id")
+    assert tab.index.tolist() == ["o-8", "s-8", "t-8", "z-8"]
+    assert tab.loc["o-8", "decode_tok_s"] == pytest.approx(8 * 10 / 2.0)
+    assert tab.loc["o-8", "tpot_ms"] == pytest.approx(200.0)  # 2,000 ms / 10 tokens
+    z_row = tab.loc["z-8", ["decode_tok_s", "decode_tok_s_total", "tpot_ms"]]
+    assert z_row.isna().all() and tab.loc["z-8", "prefill_tok_s"] == pytest.approx(8000.0)
+    assert np.isnan(tab.loc["t-8", "prefill_tok_s"]) and tab.loc["t-8", "ttft_ms"] == 0.0
+    s = tab.loc["s-8"]
+    assert (s["decode_tok_s"], s["decode_tok_s_total"]) == (pytest.approx(200), pytest.approx(400))
+    ordered = decode_parity.throughput_table(t)
+    assert ordered.index.tolist() == [0, 1, 2, 3]
+
+
+def test_parity_takes_each_batchs_widest_point_and_keeps_integer_columns(tmp_path):
+    """Engine a measured batch 8 on 1 rank (80 tok/s) and on 4 ranks (8 x 20 / 1.0 = 160):
+    parity reads the 4-rank point; with no batch in common the table is empty, its batch and
+    rank columns still integers."""
+    t = _trace(tmp_path, [("a", 8, 1.1), ("a", 16, 0.6), ("b", 8, 1.1)])
+    t.points.loc[t.points["point_id"] == "a-16", "batch_size"] = 8
+    t.points["decode_ranks"] = t.points["point_id"].map({"a-16": 4}).fillna(1).astype("Int64")
+    par = decode_parity.parity(decode_parity.throughput_table(t), "a", "b")
+    assert par[["batch", "a", "b", "ranks_a", "ranks_b"]].values.tolist() == [[8, 160, 80, 4, 1]]
+    assert par["gap_pct"].tolist() == [pytest.approx(100.0)]
+    none = decode_parity.parity(decode_parity.throughput_table(t), "a", "c")
+    assert none.empty and none["batch"].dtype == "int64" and none["ranks_a"].dtype == "int64"
+
+
+def test_missing_piece_names_every_missing_engine():
+    params = decode_parity.Params(engine_a="a", engine_b="b")
+    empty = pd.DataFrame({"batch": []})
+    assert decode_parity.missing_piece(set(), params, empty) == (
+        "no engine-A points (a): record vLLM's sweep (`--source live`) or import its results "
+        "with `rackbook import vllm-bench`; no engine-B points (b): record an offline engine or "
+        "import its results with `rackbook import offline-engine`"
+    )
+    both = decode_parity.missing_piece({"a", "b"}, params, empty)
+    assert both == "no batch size per rank measured by both engines"
+    assert decode_parity.missing_piece({"a", "b"}, params, pd.DataFrame({"batch": [8]})) == ""
+
+
+def test_the_band_parameter_the_claims_batches_and_a_gap_exactly_at_the_band(tmp_path):
+    """``band_pct`` given replaces the registry's 6 %; batch 16 is measured by both engines but
+    not asked for, so it is left out of the decode and the prefill tables; a gap exactly at the
+    band is inside it (|gap| <= band)."""
+    g = ("NVIDIA B200",)  # Blackwell (not Ultra): DeepInfer's claim is on Blackwell GPUs
+    pts = [("a", 8, 1.1), ("deepinfer", 8, 1.05), ("a", 16, 1.1), ("deepinfer", 16, 0.9)]
+    t = _testable(_trace(tmp_path, pts, g), g)
+    gap = abs(decode_parity.parity(decode_parity.throughput_table(t), "a", "deepinfer")["gap_pct"])
+    params = decode_parity.Params(
+        engine_a="a", engine_b="deepinfer", batch_sizes=[8], band_pct=float(gap.iloc[0])
+    )
+    an = decode_parity.analyse(t, params)
+    assert an.band_pct == gap.iloc[0] and an.inside == 1
+    assert an.decode["batch"].tolist() == [8] and an.prefill["batch"].tolist() == [8]
+    out = decode_parity.outcome(an)
+    assert out.parameters["band_pct"] == gap.iloc[0]
+    run = out.reading("decode-parity.gap", "this run")
+    assert (run.verdict, run.margin) == ("consistent", "-5.0 %")
+    assert run.reason == "largest gap -5.0 % at batch 8; 1/1 batch sizes within the band"
+    default = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[8])
+    assert decode_parity.outcome(decode_parity.analyse(t, default)).parameters["band_pct"] == 6.0
+
+
+def test_one_engine_only_has_no_gap_values(tmp_path):
+    """Without a batch both engines measured: no gap (NaN), worst batch 0, the run reading's
+    margin "-", and its reason the missing piece."""
+    an = decode_parity.analyse(
+        _trace(tmp_path, [("a", 8, 1.1)]), decode_parity.Params(engine_a="a", engine_b="b")
+    )
+    v = an.values()
+    assert np.isnan(v["max_gap_pct"]) and np.isnan(v["prefill_gap_pct"])
+    assert (v["worst_batch"], v["inside"], v["n_batches"]) == (0, 0, 0)
+    run = decode_parity.outcome(an).reading("decode-parity.gap", "this run")
+    assert (run.verdict, run.margin) == ("untested", "-")
+    assert run.reason.startswith("no engine-B points (b): record an offline engine")
+
+
+def test_a_claim_without_a_batch_span(tmp_path):
+    """A registry whose claim names no batch sizes: the values say None, the flip names the
+    chapter's own span, 8 to 256; a claim of 16 to 128 is named as such."""
+    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
+    for c in raw["claims"]:
+        if c["id"] == "decode-parity.gap":
+            c["scope"]["batch_sizes"] = None
+    reg = parse_claims(raw, "edited")
+    ab = decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[8, 16])
+    an = decode_parity.analyse(_trace(tmp_path, POINTS), ab, registry=reg)
+    v = an.values()
+    assert (v["claim_batch_low"], v["claim_batch_high"]) == (None, None)
+    assert "at per-rank batches 8 to 256 turns it consistent" in decode_parity.outcome(an).flips[0]
+    for c in raw["claims"]:
+        if c["id"] == "decode-parity.gap":
+            c["scope"]["batch_sizes"] = {"low": 16, "high": 128}
+    an = decode_parity.analyse(_trace(tmp_path, POINTS), ab, registry=parse_claims(raw, "span"))
+    assert "at per-rank batches 16 to 128 turns it consistent" in decode_parity.outcome(an).flips[0]
+
+
+def test_uncovered_claim_batches_are_listed(tmp_path):
+    g = ("NVIDIA B300",)
+    t = _testable(_trace(tmp_path, [("a", 8, 1.1), ("deepinfer", 8, 1.05)], g), g)
+    params = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[8, 16, 32])
+    run = decode_parity.outcome(decode_parity.analyse(t, params)).reading(
+        "decode-parity.gap", "this run"
+    )
+    assert run.reason == (
+        "largest gap -5.0 % at batch 8; 1/1 batch sizes within the band; the claim's batch sizes "
+        "16, 32 not measured by both engines: the claim's range is not covered"
+    )
+
+
+def test_decode_bound_and_ceilings_table(tmp_path):
+    """On 64 GB300 ranks batch 8 per rank is compute-bound (the decode phase's roofline), on one
+    rank memory-bound; the table keeps batch, ceiling, limit and formula. Batch 1, 2, 4 per
+    rank: the values quote the first ceiling and the last (42,600 and 4 x that)."""
+    p = decode_parity.Params()
+    comp = roofline.compute_ceiling_tokens_per_s("deepseek-v4.1-flash", "gb300", "decode")
+    b = decode_parity.decode_bound(p, 64, 8)
+    assert b == check.PerGpuCeiling("compute", comp.tokens_per_s, comp.formula, "decode")
+    assert decode_parity.decode_bound(p, 1, 8).name == "memory bandwidth"
+    c = decode_parity.ceilings(decode_parity.Params(batch_sizes=[16, 8]))
+    assert list(c.columns) == ["batch", "ceiling_tok_s_per_gpu", "limit", "formula"]
+    assert c["batch"].tolist() == [8, 16] and c["formula"].tolist() == [comp.formula] * 2
+    three = decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[1, 2, 4])
+    v = decode_parity.analyse(_trace(tmp_path, POINTS), three).values()
+    assert v["ceiling_low_batch"] == pytest.approx(42_600.3237624606, rel=1e-9)
+    assert v["ceiling_high_batch"] == pytest.approx(4 * 42_600.3237624606, rel=1e-9)
