@@ -12,6 +12,7 @@ import re
 import string
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import small_result
 from hypothesis import HealthCheck, given, settings
@@ -649,3 +650,147 @@ def test_a_long_key_and_a_deep_list_in_a_typed_file(tmp_path, monkeypatch):
     with pytest.raises(InputError) as err:
         _load(tmp_path, '{"' + "k" * 11 + '": 1}', top=top)
     assert (err.value.field, err.value.problem) == ("-", "a string longer than 1e-05 MB (refused)")
+
+
+def _recorded_pieces(tmp_path, monkeypatch, doc: dict, top: dict) -> tuple[dict, list, int, int]:
+    """``doc`` loaded with ``top`` at PIECE 64, CUT_SEARCH 32 and reads of 16 bytes: what it
+    reads, every ``(kind, piece)`` parsed, how many list elements were read one by one, and
+    how many pieces Python's json parsed (orjson reads all but NaN and Infinity)."""
+    monkeypatch.setattr(jsonstream, "PIECE", 64)
+    monkeypatch.setattr(jsonstream, "CUT_SEARCH", 32)
+    monkeypatch.setattr(jsonreader, "CHUNK", 16)
+    pieces: list[tuple[str, bytes]] = []
+    one_by_one, python_json = [0], [0]
+    real_parse, real_value = jsonstream._parse, jsonstream._Lists.value
+    real_decoder = jsonstream.DECODER
+
+    class Decoder:
+        def decode(self, text):
+            python_json[0] += 1
+            return real_decoder.decode(text)
+
+    def parse(text, kind):
+        out = real_parse(text, kind)
+        if out is not None:
+            pieces.append((kind, bytes(text)))
+        return out
+
+    def value(self, path, depth, *args):
+        one_by_one[0] += depth == 2  # an element of a typed list (a key is read at depth 1)
+        return real_value(self, path, depth, *args)
+
+    monkeypatch.setattr(jsonstream, "DECODER", Decoder())
+    monkeypatch.setattr(jsonstream, "_parse", parse)
+    monkeypatch.setattr(jsonstream._Lists, "value", value)
+    p = _write(tmp_path, "pieces.json", json.dumps(doc))
+    counts = jsonstream.Counts(10_000, 10_000, 100_000)
+    got = jsonstream.load(p, top=top, counts=counts)
+    return got, pieces, one_by_one[0], python_json[0]
+
+
+def test_typed_lists_are_parsed_in_pieces_of_the_documented_size(tmp_path, monkeypatch):
+    """Numbers, lists of numbers and skipped strings, each list about 1 KB: every piece but a
+    list's last is at least PIECE (64) and at most PIECE + CUT_SEARCH (96) bytes, the pieces of a
+    list joined with the separators they were cut at are the list's text, and no element is
+    read one by one (the fast path, not the per-element fallback, reads a well-formed list)."""
+    doc = {
+        "n": [1.25 + i for i in range(150)],
+        "r": [[0.5, 1.5, float(i)] for i in range(60)],
+        "s": [f"text, [{i}] here" for i in range(60)],
+        "k": 7,
+    }
+    top = {"n": jsonstream.NUMBERS, "r": jsonstream.RAGGED, "s": jsonstream.SKIP}
+    got, pieces, one_by_one, python_json = _recorded_pieces(tmp_path, monkeypatch, doc, top)
+    assert got["n"].tolist() == doc["n"] and got["k"] == 7 and "s" not in got
+    assert python_json == 0
+    assert got["r"].lens.tolist() == [3] * 60
+    assert got["r"].values.tolist() == [v for row in doc["r"] for v in row]
+    assert one_by_one == 0
+    for kind, key in ((jsonstream.NUMBERS, "n"), (jsonstream.RAGGED, "r"), (jsonstream.SKIP, "s")):
+        texts = [t for k, t in pieces if k == kind]
+        assert len(texts) > 5, kind
+        assert all(64 <= len(t) <= 96 for t in texts[:-1]), (kind, [len(t) for t in texts])
+        assert len(texts[-1]) <= 96
+        # each piece ends at the first separator at or past PIECE bytes, never a later one
+        sep = {"n": b",", "r": b", [", "s": b'", "'}[key]
+        assert not any(sep in t[64:] for t in texts), kind
+        whole = json.dumps(doc[key])[1:-1].encode()
+        assert b", ".join(texts) == whole, kind
+
+
+def test_a_row_without_a_cut_is_read_as_numbers_in_its_own_pieces(tmp_path, monkeypatch):
+    """A ragged list whose first row (200 numbers, about 1.2 KB) has no cut within
+    PIECE + CUT_SEARCH bytes: that row is read as numbers, in its own pieces (the last one cut
+    past the row's end fails and is retried to the row's end); the rows after it in pieces."""
+    doc = {"r": [[float(i) for i in range(200)], *([[0.5, 1.5]] * 80)]}
+    got, pieces, one_by_one, _ = _recorded_pieces(tmp_path, monkeypatch, doc, {"r": "ragged"})
+    assert got["r"].lens.tolist() == [200] + [2] * 80
+    assert got["r"].values.tolist() == [v for row in doc["r"] for v in row]
+    assert one_by_one == 0  # the long row's numbers were read in pieces, not one by one
+    ragged = [t for k, t in pieces if k == jsonstream.RAGGED]
+    numbers = [t for k, t in pieces if k == jsonstream.NUMBERS]
+    assert b", ".join(numbers) == json.dumps(doc["r"][0])[1:-1].encode()
+    assert b", ".join(ragged) == json.dumps(doc["r"][1:])[1:-1].encode()
+    assert all(64 <= len(t) <= 96 for t in ragged[:-1])
+
+
+def test_after_a_failed_piece_the_next_piece_bytes_are_read_one_by_one(tmp_path, monkeypatch):
+    """20 short rows, one of 200 numbers, 40 short rows: the ragged piece tried at the 19th row
+    (byte 223) finds no cut in the long row and fails; the rows within the next PIECE (64)
+    bytes are read one by one (the 19th, the 20th, then the long row, as numbers), and the
+    ragged fast path is tried again only at the first row past the long one (byte 1,539), where
+    it reads the rest in pieces."""
+    calls: list[tuple[str, int, bool]] = []
+    real = jsonstream._Lists.piece
+
+    def piece(self, kind):
+        at = self.pos
+        out = real(self, kind)
+        calls.append((kind, at, out is None))
+        return out
+
+    monkeypatch.setattr(jsonstream._Lists, "piece", piece)
+    doc = {"r": [*([[0.5, 1.5]] * 20), [float(i) for i in range(200)], *([[0.5, 1.5]] * 40)]}
+    got, _, one_by_one, _ = _recorded_pieces(tmp_path, monkeypatch, doc, {"r": "ragged"})
+    assert got["r"].lens.tolist() == [2] * 20 + [200] + [2] * 40 and one_by_one == 0
+    ragged = [(at, failed) for kind, at, failed in calls if kind == jsonstream.RAGGED]
+    assert ragged == [
+        (7, False), (79, False), (151, False), (223, True),
+        (1539, False), (1611, False), (1683, False), (1755, False), (1827, False),
+        (1899, False), (1971, False),
+    ]  # fmt: skip
+    numbers = [at for kind, at, _ in calls if kind == jsonstream.NUMBERS]
+    # the 19th and 20th rows one by one, then the long row in 19 pieces of about 64 bytes
+    assert numbers[:3] == [224, 236, 248] and len(numbers) == 21
+
+
+def test_nan_and_infinity_are_read_in_pieces_by_pythons_json(tmp_path, monkeypatch):
+    """orjson refuses NaN and Infinity: such a piece is parsed by Python's json, still as one
+    piece (never element by element), and reads what Python's json reads."""
+    doc = {"n": [1.5, float("nan"), float("inf"), -float("inf")] * 40}
+    got, pieces, one_by_one, python_json = _recorded_pieces(
+        tmp_path, monkeypatch, doc, {"n": "numbers"}
+    )
+    assert one_by_one == 0 and python_json == len(pieces) > 5
+    assert b", ".join(t for _, t in pieces) == json.dumps(doc["n"])[1:-1].encode()
+    want = np.array(json.loads(json.dumps(doc["n"])), dtype=np.float64)
+    np.testing.assert_array_equal(got["n"], want)  # NaN where NaN
+    assert int(np.isnan(got["n"]).sum()) == 40
+
+
+def test_elements_read_one_by_one_keep_their_types_and_bounds(tmp_path, monkeypatch):
+    """With pieces of 4 bytes a 12-digit number has no cut and is read on its own: still
+    float64; an empty ragged list has int64 lengths; the first row of a ragged list read on its
+    own is bounded by numbers of one list (5), not by the entries of the list (2)."""
+    monkeypatch.setattr(jsonstream, "PIECE", 4)
+    monkeypatch.setattr(jsonstream, "CUT_SEARCH", 4)
+    p = _write(
+        tmp_path,
+        "one.json",
+        json.dumps({"n": [123456789012], "e": [], "r": [[1.0, 2.0, 3.0], [4.0]]}),
+    )
+    top = {"n": "numbers", "e": "ragged", "r": "ragged"}
+    got = jsonstream.load(p, top=top, counts=jsonstream.Counts(2, 5, 100))
+    assert got["n"].dtype == np.float64 and got["n"].tolist() == [123456789012.0]
+    assert got["e"].lens.dtype == np.int64 and len(got["e"]) == 0
+    assert got["r"].lens.tolist() == [3, 1] and got["r"].values.tolist() == [1, 2, 3, 4]
