@@ -442,7 +442,7 @@ def test_the_shipped_traces_values_in_full():
     of 600 us = 2.57 %, 774.44 us = 129.07 %; 600 / 15.45 = 38.84 sequences, 600 / (15.45 +
     5.96) = 28.03; 7.333 ms implied low over the 0.3767 ms floor = 19.47x."""
     v = analyse_shipped("context-latency").values()
-    approx = functools.partial(pytest.approx, rel=1e-9)
+    approx = functools.partial(pytest.approx, rel=1e-12)  # the same arithmetic
     slope = (
         "The 95 % confidence interval of the slope (-0.378 to 0.837 ms per 1,000 tokens) "
         "includes zero: the CPU stand-in cannot resolve whether decode latency grows with "
@@ -872,3 +872,46 @@ def test_a_single_context_trace_is_shown_not_fitted(tmp_path):
         "lacks the claimed lengths",
     )
     assert an.values()["n_points"] == 1
+
+
+def test_the_flips_at_two_sequences_per_gpu():
+    """Two sequences: the delta's floor is 2 x 15.45 = 30.9 us; the batch that would exceed
+    the claim stays 600 / 15.45 = 38.8 -> 39 sequences (per sequence, whatever the batch)."""
+    an = context_latency.analyse(_shipped(), Params(batch=2))
+    assert context_latency.outcome(an).flips[1] == (
+        "physics, +0.6 ms: impossible if the delta were below 30.9 µs (2 sequences per GPU), or "
+        "the claim's batch were above 39 sequences per GPU (their scans alone would exceed it)"
+    )
+
+
+def test_two_gpus_share_the_reads_and_the_index_scan():
+    """One sequence on 2 x GB300: the reads take 15.44875 / 2 = 7.724375 us, the index scan's
+    compute 5.955584 / 2 = 2.977792 us; 600 / 7.72 = 77.7 and 600 / 10.70 = 56.1 sequences."""
+    an = context_latency.analyse(_shipped(), Params(n_gpus=2))
+    v = an.values()
+    got = [v[k] for k in ("sparse_us", "compute_growth_us", "seq_explain", "seq_explain_both")]
+    assert got == pytest.approx([SPARSE_US / 2, 5.955584 / 2, 1200 / SPARSE_US,
+                                 1200 / (SPARSE_US + 5.955584)], rel=1e-12)  # fmt: skip
+    out = context_latency.outcome(an)
+    h = next(x for x in out.headlines if x.name == "context_growth_sparse")
+    assert h.definition.endswith("with sparse attention, at 2 x GB300 HBM bandwidth")
+    assert out.parameters["n_gpus"] == 2
+
+
+def test_the_memory_grid_of_every_dtype():
+    """64 lengths from 1,048,576 / 64 = 16,384 to the model's 1,048,576 tokens in steps of
+    16,384, plus 128,000 and 855,000: 66 rows per dtype, with (0.9 x 278 - 80.61) = 169.59 GB
+    free. At 855,000 tokens: 760.95 MB (FP4, 222 sequences), 855,000 x 1,650 = 1,410.75 MB
+    (FP8, 120.2) and 855,000 x 3,200 = 2,736 MB (BF16, 61.98)."""
+    an = analyse_shipped("context-latency")
+    assert list(an.memory) == ["fp4", "fp8", "bf16"]
+    grid = sorted([16_384 * i for i in range(1, 65)] + [LO, HI])
+    for dt, (per_seq, fits) in {
+        "fp4": (760_950_000, 222), "fp8": (1_410_750_000, 120), "bf16": (2_736_000_000, 61)
+    }.items():  # fmt: skip
+        t = an.memory[dt]
+        assert t["context_tokens"].tolist() == grid
+        assert t["free_bytes"].tolist() == pytest.approx([169_587_340_800] * 66)
+        row = t.set_index("context_tokens").loc[HI]
+        assert (row["kv_bytes_per_sequence"], row["sequences_per_gpu"]) == (per_seq, fits)
+    assert an.at.index.tolist() == grid and an.at.loc[HI, "sequences_per_gpu"] == 222
