@@ -915,3 +915,28 @@ def test_the_memory_grid_of_every_dtype():
         row = t.set_index("context_tokens").loc[HI]
         assert (row["kv_bytes_per_sequence"], row["sequences_per_gpu"]) == (per_seq, fits)
     assert an.at.index.tolist() == grid and an.at.loc[HI, "sequences_per_gpu"] == 222
+
+
+@pytest.mark.parametrize(
+    "params,expected,step_ms",
+    [
+        # two sequences: reads 2 x 15.44875 = 30.8975 us, dense 2 x 774.43675, the index scan's
+        # compute 2 x 5.955584 us; the kernels step both in 1.428 ms
+        ({"batch": 2}, {"sparse_us": 30.8975, "dense_us": 1548.8735,
+                        "compute_growth_us": 11.911168, "scan_b": 170.0, "dense_b": 8522.0},
+         1.4281040050225092),
+        # FP8 rows: scan 2.5 x 132 = 330 B/token (727,000 x 330 B / 8 TB/s = 29.98875 us), dense
+        # 29 x 528 + 330 = 15,642 B/token (1,421.46675 us); capacity 855,000 x 1,650 B
+        ({"kv_dtype": "fp8"}, {"sparse_us": 29.98875, "dense_us": 1421.46675,
+                               "compute_growth_us": 5.955584, "scan_b": 330.0,
+                               "dense_b": 15642.0, "kv_bytes": 1650, "seq_hi_mb": 1410.75,
+                               "fit_hi": 120}, 1.1656822224704261),
+    ],
+    ids=["batch-2", "fp8"],
+)  # fmt: skip
+def test_the_batch_and_the_dtype_reach_every_bound(params, expected, step_ms):
+    an = context_latency.analyse(_shipped(), Params(**params))
+    v = an.values()
+    assert {k: v[k] for k in expected} == pytest.approx(expected, rel=1e-12)
+    g = an.growth.reading.attainable
+    assert g["step_lo_s"] == pytest.approx(step_ms / 1000, rel=1e-12)
