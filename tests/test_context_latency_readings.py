@@ -5,6 +5,8 @@ and of the bytes, and the main series."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -351,3 +353,56 @@ def test_main_series_refuses_a_table_without_latencies():
                         "median_tpot_ms": [1.0, 2.0, 3.0]})  # fmt: skip
     s = context_latency.main_series(tab)
     assert s["median_tpot_ms"].tolist() == [2.0, 3.0] and s.index.tolist() == [0, 1]
+
+
+def test_growth_physics_without_compute_and_without_growth():
+    """No compute given: the reads alone, 15.4 us of 600 (600 / 15.45 = 38.8 -> "39 to 38.8"
+    sequences). No growth at all (128k to 128k) with 5 us of compute: nothing per sequence, so
+    no number of sequences explains the claim (inf), and 600 / 5 = 120 at the low end."""
+    g = roofline.context_growth(MODEL, "gb300", LO, HI)
+    r = context_latency.growth_physics(g, DELTA_MS)
+    assert r.compute_ms == 0.0
+    assert r.reading.reason.startswith(
+        "sparse reads add at least 15.4 µs (2.6 % of 0.6 ms, 1 sequence) and the longer index "
+        "scan's compute at least 0 µs more: 15.4 µs of the 600 µs even with none of it "
+        "overlapped; reading every row would add 774 µs. The rest is not this sequence's "
+        "indexer at peak: about 39 to 38.8 sequences per GPU"
+    )
+    flat = context_latency.growth_physics(
+        roofline.context_growth(MODEL, "gb300", LO, LO), DELTA_MS, 0.005
+    )
+    assert (flat.per_sequence_ms, flat.sequences_to_explain) == (0.0, math.inf)
+    assert (flat.reading.verdict, flat.reading.margin) == ("possible", "floor 0 % of it")
+    assert "about 120 to inf sequences per GPU" in flat.reading.reason
+
+
+def test_memory_by_context_past_the_batch_limit_and_without_room():
+    """1,000 tokens at FP4: 178 GB / 890 kB = 200,000 sequences, past the engine's batch limit
+    of 65,536 (a capacity, not a batch: not capped). Weights of 300 GB per GPU on a 278 GB
+    GB300: nothing fits, and the formula says which."""
+    kw = dict(weight_bytes_per_gpu=100e9)
+    short = context_latency.memory_by_context(MODEL, "gb300", [1000], **kw)
+    assert short["sequences_per_gpu"].tolist() == [200_000]
+    heavy = context_latency.memory_by_context(MODEL, "gb300", [1000], weight_bytes_per_gpu=300e9)
+    assert heavy.drop(columns="formula").to_dict("list") == {
+        "context_tokens": [1000], "kv_bytes_per_sequence": [890_000], "sequences_per_gpu": [0],
+        "free_bytes": [-22e9],
+    }  # fmt: skip
+    assert heavy["formula"].tolist() == [
+        "the weights do not fit: 300 GB per GPU (1 GPU, all weights spread) > 278 GB usable "
+        "(278 GB HBM)"
+    ]
+
+
+def test_implied_latency_floor_reads_the_cache_at_its_dtype():
+    """The floor reads one sequence's context at 128k over 4 GPUs: 31.82 MB at FP4, 61.16 MB at
+    FP8 (scan 330 B/token); (61.16352 - 31.819776) / 4 MB / 8 TB/s = 0.000917 ms more."""
+    m, hw = catalogs.as_model(MODEL), catalogs.as_gpu("gb300")
+    floors = [
+        context_latency.implied_latency_physics(
+            DELTA_MS, TOL_MS, DELTA_PCT, TOL_PCT, m, hw, 4, LO, d
+        ).step_floor_ms
+        for d in ("fp4", "fp8")
+    ]
+    extra = (61.16352e6 - 31.819776e6) / 4 / 8e12 * 1000
+    assert floors == pytest.approx([0.376662848, 0.376662848 + extra], rel=1e-12)
