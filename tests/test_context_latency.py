@@ -665,6 +665,7 @@ def test_latency_table_sorts_and_empties(tmp_path):
                                         data=_point(0.01)))  # fmt: skip
     tab = context_latency.decode_latency_by_context(validate(concat(frames, synthetic_run())))
     assert tab["point_id"].tolist() == ["A1-200", "A1-300", "A2-100", "B1-100"]
+    assert tab.index.tolist() == [0, 1, 2, 3]  # numbered afresh in the sorted order
     no_ctx = vllm_bench_frames(tmp_path / "n.json", {"point_id": "n"}, data=_point(0.01))
     empty = context_latency.decode_latency_by_context(validate(concat([no_ctx], synthetic_run())))
     assert empty.empty and list(empty.columns) == []
@@ -940,3 +941,11 @@ def test_the_batch_and_the_dtype_reach_every_bound(params, expected, step_ms):
     assert {k: v[k] for k in expected} == pytest.approx(expected, rel=1e-12)
     g = an.growth.reading.attainable
     assert g["step_lo_s"] == pytest.approx(step_ms / 1000, rel=1e-12)
+
+
+def test_a_small_spread_still_has_its_r2():
+    """y = 1.0, 1.2, 1.1 ms at 1, 2, 3k tokens: SS_tot = 0.02 (under 1, above 0), slope 0.05
+    ms per 1k, residuals -0.05, 0.1, -0.05: SS 0.015, R^2 = 1 - 0.015 / 0.02 = 0.25."""
+    f = context_latency.fit_linear(_table([1.0, 1.2, 1.1]))
+    assert f.slope_per_1k == pytest.approx(0.05)
+    assert f.r2 == pytest.approx(0.25)

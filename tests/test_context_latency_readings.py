@@ -353,6 +353,7 @@ def test_main_series_refuses_a_table_without_latencies():
                         "median_tpot_ms": [1.0, 2.0, 3.0]})  # fmt: skip
     s = context_latency.main_series(tab)
     assert s["median_tpot_ms"].tolist() == [2.0, 3.0] and s.index.tolist() == [0, 1]
+    assert list(s.columns) == list(tab.columns)  # the old index is dropped, not kept
 
 
 def test_growth_physics_without_compute_and_without_growth():
