@@ -603,7 +603,7 @@ def test_the_shipped_traces_readings_as_data():
     assert growth["added_s"] == pytest.approx(added, rel=1e-9)
     assert growth["ratio"] == pytest.approx(0.6e-3 / added, rel=1e-9)  # 6.06x
     assert growth["tok_s_per_gpu"] == pytest.approx(1 / step / 4, rel=1e-9)  # 214.47
-    assert growth["brief"] == "6.1x what measured kernels add for one sequence"
+    assert growth["brief"] == "6.1x what measured kernels add for 1 sequence"
     where = "attention tensor-parallel + experts expert-parallel on 4 GPUs"
     assert (growth["deployment_name"], growth["binding"]) == (where, "attention")
     assert growth["deployment"] == f"{where} (assumed: 1 sequence on 4 GPUs)"
@@ -847,7 +847,7 @@ def test_an_unresolved_slope_on_a_gpu_and_with_two_points(tmp_path):
     assert "a slope not resolved from zero" in an.readings[-1].reason  # the percent's
     two = context_latency.analyse(_chapter_trace(tmp_path, {1000: 12.0, 2000: 14.0}))
     assert two.slope_sentence == (
-        "The 95 % confidence interval of the slope (unknown with two points) includes zero: the "
+        "The 95 % confidence interval of the slope (unknown with 2 points) includes zero: the "
         "CPU stand-in cannot resolve whether decode latency grows with context at these "
         "lengths, so its delta of +2 ms is noise, not a finding."
     )

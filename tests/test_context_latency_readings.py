@@ -227,6 +227,7 @@ def test_growth_attainable_without_growth_and_at_batch_two():
     assert two["step_lo_s"] == pytest.approx(0.0014281040050225092, rel=1e-9)
     assert two["tok_s_per_gpu"] == pytest.approx(2 / two["step_lo_s"] / 4, rel=1e-12)
     assert two["ratio"] == pytest.approx(0.6e-3 / two["added_s"], rel=1e-12)
+    assert two["brief"] == "6.1x what measured kernels add for 2 sequences"
     assert two["text"].startswith(
         "measured kernels step 2 sequences on 4 GB300 in 1.43 ms at 128,000 tokens and add 99 µs "
         "by 855,000: the claimed 0.6 ms is 6.1x that (attention tensor-parallel + experts "

@@ -274,13 +274,14 @@ def growth_attainable(
         steps.append(sum(a.estimates["decode"].parts.values()))
     added = steps[1] - steps[0]
     ratio = 1e-3 * claim_ms / added if added > 0 else None
+    seqs = units.plural(batch, "sequence")
     text = (
-        f"measured kernels step {units.plural(batch, 'sequence')} on {gpus} {hw.label} in "
+        f"measured kernels step {seqs} on {gpus} {hw.label} in "
         f"{1e3 * steps[0]:.3g} ms at {lo:,} tokens and add {1e6 * added:,.0f} µs by {hi:,}"
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
     )
-    brief = f"{ratio:.2g}x what measured kernels add for one sequence" if ratio else ""
+    brief = f"{ratio:.2g}x what measured kernels add for {seqs}" if ratio else ""
     out: dict[str, Any] = {"tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None}
     out["ratio"] = ratio
     out |= dict(deployment=a.deployment, deployment_name=a.deployment_name)
@@ -576,7 +577,7 @@ class Analysis(common.Chapter):
             )
         who = "this trace" if verdicts.gpu_names(self.trace.run) else "the CPU stand-in"
         if not math.isfinite(f.slope_ci_per_1k[0]):
-            ci = "unknown with two points"
+            ci = f"unknown with {units.plural(len(self.series), 'point')}"
         return (
             f"The 95 % confidence interval of the slope ({ci}) includes zero: {who} cannot "
             f"resolve whether decode latency grows with context at these lengths, so its "
