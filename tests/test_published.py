@@ -1441,3 +1441,123 @@ def test_a_prefill_table_without_its_export_names_the_file(tmp_path):
         InputError, match=r"t\.js: DATA: no `export const DATA = \.\.\.` in the file"
     ):
         published_rows.load_prefill_table(bad)
+
+
+# ----------------------------------------------------------------------------- importers, exactly
+
+
+def _refused_as(fn, line):
+    """``fn()`` raises one InputError whose whole text is ``line``."""
+    with pytest.raises(InputError) as exc:
+        fn()
+    assert str(exc.value) == line
+
+
+def _ml_csv(path: Path, *changes: dict[str, str]) -> Path:
+    """The fixture's header and one row per change (the first Tokens/s row, edited)."""
+    import csv
+
+    with (FIX / "mlperf-summary.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        for change in changes:
+            w.writerow(rows[0] | change)
+    return path
+
+
+def test_mlperf_a_row_is_read_column_by_column(tmp_path):
+    src = _ml_csv(
+        tmp_path / "s.csv",
+        {"Location": "./closed/Org/run_1/", "Result": "100", "total_accelerators": "8.0",
+         "weight_data_types": "", "framework": "", "version": ""},
+        {"Location": "", "Organization": "B", "Platform": "p", "Model": "m2", "Scenario": "Server"},
+    )  # fmt: skip
+    pts, skipped = mlperf.mlperf_points(src, None, ML_URL)
+    assert skipped == {"units": {}, "models": {}}
+    tree = "https://github.com/mlcommons/inference_results_v6.1/tree/"
+    first, second = (dict(zip(pts.columns, r, strict=True)) for r in pts.itertuples(index=False))
+    assert {k: v for k, v in first.items() if not pd.isna(v)} == {
+        "point_id": "NVIDIA/GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Offline",
+        "submitter": "NVIDIA", "system": "NVIDIA GB300 NVL72 (72x GB300-288GB_aarch64, TensorRT)",
+        "hardware": "NVIDIA GB300", "model": "deepseek-r1", "scenario": "Offline",
+        "category": "closed, available", "gpus": 8, "tok_s_total": 100.0, "tok_s_per_gpu": 12.5,
+        "per_gpu_basis": "computed on import: Result / total_accelerators",
+        "tokens_counted": "output", "gpus_counted": "deployment",
+        "speculation_kind": "real or none", "workload": "benchmark dataset",
+        "url": tree + "7bf15fd8089655a71fb75c81a744d7ba5a632424/closed/Org/run_1", "source_row": 0,
+    }  # fmt: skip
+    assert (
+        pd.isna(first["precision"])
+        and pd.isna(first["engine"])
+        and pd.isna(first["engine_version"])
+    )
+    assert second["point_id"] == "B/p/m2/Server" and second["source_row"] == 1
+    assert second["url"] == ML_URL  # no Location: the source itself
+    assert (second["precision"], second["engine_version"]) == ("fp4", "v6.1")
+    # a source that is not a GitHub blob: every row links to it
+    pts, _ = mlperf.mlperf_points(src, None, "https://mlcommons.org/r.csv")
+    assert pts["url"].tolist() == ["https://mlcommons.org/r.csv"] * 2
+
+
+def test_mlperf_refusals_name_file_field_line_and_problem(tmp_path):
+    s = tmp_path / "s.csv"
+    row = " in a Tokens/s row (line 3)"  # the second row, on CSV line 3
+    cases = [
+        ({"Result": "n/a"}, "Result: not a number ('n/a')"),
+        ({"Result": "0"}, "Result: must be > 0, got 0.0"),
+        ({"Result": "nan"}, "Result: non-finite value (NaN or infinite)"),
+        ({"total_accelerators": "1.5"}, "total_accelerators: not an integer (1.5)"),
+        ({"total_accelerators": "x"}, "total_accelerators: not a number ('x')"),
+    ]
+    for change, problem in cases:
+        _ml_csv(s, {}, change)
+        line = f"{s}: rows[1].{problem}{row}"
+        _refused_as(lambda: mlperf.mlperf_points(s, None, ML_URL), line)
+    _ml_csv(s, {"Units": "Samples/s"}, {"Units": ""}, {"Model": "other"})
+    pts, skipped = mlperf.mlperf_points(s, "other", ML_URL)
+    assert len(pts) == 1 and skipped == {"units": {"(empty)": 1, "Samples/s": 1}, "models": {}}
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, "gone", ML_URL),
+        f"{s}: rows: no Tokens/s rows of model 'gone'",
+    )
+    _ml_csv(s, {"Units": "Samples/s"})
+    _refused_as(lambda: mlperf.mlperf_points(s, None, ML_URL), f"{s}: rows: no Tokens/s rows")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s),
+        f"{s}: --source-url: required: summary.csv rows carry no link",
+    )
+    header = (FIX / "mlperf-summary.csv").read_text().splitlines()[0]
+    s.write_text(header.replace("Location,", "").replace("Units,", "") + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: Location: missing column in the header",
+    )
+    s.write_text(header + '\n"a\nb",c\n')
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 3: field 'Organization' runs over several lines: a quote left open? "
+        "(no line breaks)",
+    )
+    s.write_text(header + '\n"a"b,c\n')
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 2: not valid CSV: ',' expected after '\"'",
+    )  # the line read when the reader failed (the row before it was named until 2026-12-07)
+    s.write_text('"a"b,c\n' + header + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 1: not valid CSV: ',' expected after '\"'",
+    )
+
+
+def test_mlperf_read_points_records_the_model_and_the_skips(tmp_path):
+    src = _ml_csv(tmp_path / "s.csv", {}, {"Units": "Samples/s"})
+    opts = importers.Options(model="deepseek-r1", source_url=ML_URL)
+    pts, parameters = mlperf.read_points(src, opts)
+    assert len(pts) == 1
+    assert parameters == {
+        "model": "deepseek-r1",
+        "skipped": {"units": {"Samples/s": 1}, "models": {}},
+    }
