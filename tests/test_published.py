@@ -1515,9 +1515,11 @@ def test_mlperf_refusals_name_file_field_line_and_problem(tmp_path):
         _ml_csv(s, {}, change)
         line = f"{s}: rows[1].{problem}{row}"
         _refused_as(lambda: mlperf.mlperf_points(s, None, ML_URL), line)
-    _ml_csv(s, {"Units": "Samples/s"}, {"Units": ""}, {"Model": "other"})
+    _ml_csv(s, {"Units": "Samples/s"}, {"Units": ""}, {"Model": "other"}, {"Units": "Samples/s"})
     pts, skipped = mlperf.mlperf_points(s, "other", ML_URL)
-    assert len(pts) == 1 and skipped == {"units": {"(empty)": 1, "Samples/s": 1}, "models": {}}
+    assert len(pts) == 1 and skipped == {"units": {"(empty)": 1, "Samples/s": 2}, "models": {}}
+    _ml_csv(s, {"Model": "a"}, {}, {"Model": "a"})
+    assert mlperf.mlperf_points(s, "deepseek-r1", ML_URL)[1]["models"] == {"a": 2}
     _refused_as(
         lambda: mlperf.mlperf_points(s, "gone", ML_URL),
         f"{s}: rows: no Tokens/s rows of model 'gone'",
