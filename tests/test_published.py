@@ -1563,3 +1563,159 @@ def test_mlperf_read_points_records_the_model_and_the_skips(tmp_path):
         "model": "deepseek-r1",
         "skipped": {"units": {"Samples/s": 1}, "models": {}},
     }
+
+
+IX_ROW = {
+    "hardware": "gb300", "framework": "vllm", "model": "dsv4", "precision": "fp4", "conc": 8,
+    "isl": 1024, "osl": 256, "date": "2026-01-02", "run_url": "https://x.org/r/1",
+    "image": "vllm:1", "spec_method": "mtp", "config_key": "dsv4-fp4-gb300-vllm-mtp",
+    "disagg": True, "num_prefill_gpu": 4, "num_decode_gpu": 8,
+    "metrics": {
+        "tput_per_gpu": 100.0, "input_tput_per_gpu": 40.0, "output_tput_per_gpu": 60.0,
+        "mean_ttft": 0.5, "median_ttft": 0.25, "mean_tpot": 0.02, "median_tpot": 0.0125,
+        "mean_e2el": 4.0, "median_intvty": 50.0, "p90_intvty": 7.0,
+    },
+}  # fmt: skip
+
+
+def _ix(tmp_path: Path, *rows: dict, url: str | None = None) -> list[dict]:
+    src = tmp_path / "ix.json"
+    src.write_text(json.dumps(list(rows)))
+    pts = inferencex.inferencex_points(src, url)
+    return [{k: None if pd.isna(v) else v for k, v in r.items()} for r in pts.to_dict("records")]
+
+
+def test_inferencex_a_disaggregated_row_column_by_column(tmp_path):
+    (p,) = _ix(tmp_path, IX_ROW)
+    assert p == {
+        "point_id": "0000-gb300-vllm-dsv4-fp4-1024-256-c8", "source_row": 0,
+        "submitter": "SemiAnalysis InferenceX", "system": "gb300 vllm", "category": None,
+        "hardware": "gb300", "gpus": 12, "prefill_gpus": 4, "decode_gpus": 8,
+        "serving": "disaggregated", "model": "dsv4", "precision": "fp4", "engine": "vllm",
+        "engine_version": "vllm:1", "speculative": "mtp", "scenario": None, "isl": 1024,
+        "osl": 256, "concurrency": 8, "tok_s_total": None, "tok_s_per_gpu": 100.0,
+        "per_gpu_basis": "as published (metrics.tput_per_gpu: input + output tokens over the "
+        "prefill and decode GPUs; in a disaggregated row the split is per prefill and per decode "
+        "GPU)",
+        "tokens_counted": "input+output", "gpus_counted": "deployment",
+        "speculation_kind": "real", "workload": "fixed lengths", "latency_statistic": "median",
+        "input_tok_s_per_gpu": 40.0, "output_tok_s_per_gpu": 60.0, "tok_s_per_user": 50.0,
+        "ttft_mean_s": 0.5, "ttft_median_s": 0.25, "tpot_mean_s": 0.02, "tpot_median_s": 0.0125,
+        "e2el_mean_s": 4.0, "date": "2026-01-02", "url": "https://x.org/r/1", "notes": None,
+    }  # fmt: skip
+
+
+def test_inferencex_an_agentic_row_and_its_simulated_speculation(tmp_path):
+    metrics = {"tput_per_gpu": 10.0, "p90_intvty": 7.0, "median_intvty": None}
+    row = IX_ROW | {"benchmark_type": "agentic_traces", "isl": None, "osl": None, "conc": 16}
+    row |= {"spec_method": "dspark", "config_key": "k-dspark", "metrics": metrics}
+    row |= {"disagg": None, "num_prefill_gpu": 8, "num_decode_gpu": 8, "decode_tp": 8}
+    (p,) = _ix(tmp_path, row, IX_ROW | {"config_key": None, "spec_method": "none"})[:1]
+    assert (p["point_id"], p["isl"], p["osl"]) == (
+        "0000-gb300-vllm-dsv4-fp4-agentic-c16",
+        None,
+        None,
+    )
+    assert (p["speculative"], p["speculation_kind"]) == ("dspark", "simulated")
+    assert (p["latency_statistic"], p["tok_s_per_user"]) == ("p90", 7.0)
+    assert (p["gpus"], p["prefill_gpus"], p["decode_gpus"], p["serving"]) == (8, None, None, None)
+    assert (p["tokens_counted"], p["workload"]) == ("input incl. cached+output", "agentic trace")
+    assert p["per_gpu_basis"] == (
+        "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read cached prefix "
+        "included, plus output, over all the run's GPUs; the input/output split also over all GPUs)"
+    )
+    assert p["notes"] == (
+        "AgentX: concurrency 16 is the number of simulated users (agent sessions); sub-agent "
+        "fan-out may keep more requests than users in flight (InferenceX AgentX recipes allow up "
+        "to twice the concurrency in running requests)"
+    )
+    # the same method in a single-turn row is real; no method at all is none
+    (_, q) = _ix(tmp_path, row, IX_ROW | {"spec_method": "none", "config_key": None})
+    assert (q["speculative"], q["speculation_kind"], q["latency_statistic"]) == (
+        None,
+        "none",
+        "median",
+    )
+    single = row | {"benchmark_type": "single_turn", "isl": 1, "osl": 2}
+    assert _ix(tmp_path, single)[0]["speculation_kind"] == "real"
+
+
+def test_inferencex_gpu_counts_of_each_serving(tmp_path):
+    def counts(**kw):
+        (p,) = _ix(tmp_path, IX_ROW | kw)
+        return p["gpus"], p["prefill_gpus"], p["decode_gpus"], p["serving"], p["notes"]
+
+    assert counts(num_decode_gpu=None) == (None, 4, None, "disaggregated", None)
+    assert counts(num_prefill_gpu=None) == (None, None, 8, "disaggregated", None)
+    agg = {"disagg": False, "num_prefill_gpu": 4, "num_decode_gpu": 4}
+    assert counts(**agg) == (4, None, None, "aggregated", None)
+    assert counts(**agg, decode_tp=4) == (4, None, None, "aggregated", None)
+    note = "recorded GPU counts (prefill 4, decode 4) disagree with an aggregated run of TP "
+    note += "8: total left empty"
+    assert counts(**agg, decode_tp=8) == (None, None, None, "aggregated", note)
+    note = "recorded GPU counts (prefill 4, decode 8) disagree with an aggregated run of TP "
+    note += "None: total left empty"
+    assert counts(**agg | {"num_decode_gpu": 8}) == (None, None, None, "aggregated", note)
+    none = {"disagg": False, "num_prefill_gpu": None, "num_decode_gpu": None}
+    assert counts(**none) == (None, None, None, "aggregated", None)
+    assert counts(**none | {"num_decode_gpu": 2})[4].startswith(
+        "recorded GPU counts (prefill None, decode 2)"
+    )
+
+
+def test_inferencex_speculation_from_method_and_config_key():
+    spec = inferencex.inferencex_speculation
+    assert spec(None, None, "single_turn") == ("none", None)
+    assert spec("", "a-b", "single_turn") == ("none", None)
+    assert spec("MTP", None, "single_turn") == ("real", "mtp")
+    assert spec(None, "x-EAGLE-fp4", "single_turn") == ("real", "eagle")
+    assert spec("dspark", "k-dspark", "agentic_traces") == ("simulated", "dspark")
+    assert spec("mtp", "k-mtp", "agentic_traces") == ("real", "mtp")
+    assert spec(None, "k-mtpx", "single_turn") == ("none", None)  # whole parts of the key only
+    with pytest.raises(ValueError) as exc:
+        spec("eagle", "k-mtp", "single_turn")
+    assert str(exc.value) == "config key 'k-mtp' names mtp, spec_method eagle"
+    with pytest.raises(ValueError) as exc:
+        spec("eagle", "k-fp4", "single_turn")
+    assert str(exc.value) == "config key 'k-fp4' names no speculative method, spec_method is eagle"
+
+
+def test_inferencex_refusals_are_one_line_naming_row_and_field(tmp_path):
+    src = tmp_path / "ix.json"
+    cases = [
+        (IX_ROW | {"benchmark_type": "multi"},
+         "rows[0].benchmark_type: 'multi': expected single_turn or agentic_traces"),
+        (IX_ROW | {"disagg": 1}, "rows[0].disagg: must be true or false, got 1"),
+        (IX_ROW | {"run_url": None},
+         "rows[0].run_url: missing (and no --source-url to fall back on)"),
+        (IX_ROW | {"config_key": "k-fp4"},
+         "rows[0].spec_method: config key 'k-fp4' names no speculative method, spec_method is mtp"),
+        (IX_ROW | {"isl": None}, "rows[0].isl: missing"),
+        (IX_ROW | {"conc": 0}, "rows[0].conc: must be > 0, got 0"),
+        (IX_ROW | {"decode_tp": 1.5}, "rows[0].decode_tp: not an integer (1.5)"),
+        (IX_ROW | {"metrics": {"tput_per_gpu": 1.0, "median_intvty": -1}},
+         "rows[0].metrics.median_intvty: must be > 0, got -1"),
+    ]  # fmt: skip
+    for row, line in cases:
+        src.write_text(json.dumps([IX_ROW, row]))
+        with pytest.raises(InputError) as exc:
+            inferencex.inferencex_points(src)
+        assert str(exc.value) == f"{src}: {line.replace('rows[0]', 'rows[1]')}"
+    for top, line in (
+        ({"a": [IX_ROW], "b": 1}, None),
+        ({"a": [], "b": []}, "(top level): an object must hold exactly one list of rows, found 2"),
+        (3, "(top level): expected a list of rows, got int"),
+        ([], "rows: no rows"),
+        ([IX_ROW, "x"], "rows[1]: must be an object, got str"),
+    ):
+        src.write_text(json.dumps(top))
+        if line is None:
+            assert len(inferencex.inferencex_points(src)) == 1
+            continue
+        with pytest.raises(InputError) as exc:
+            inferencex.inferencex_points(src)
+        assert str(exc.value) == f"{src}: {line}"
+    # a row without run_url links to --source-url
+    src.write_text(json.dumps([IX_ROW | {"run_url": None}]))
+    pts, skipped = inferencex.read_points(src, importers.Options(source_url=IX_URL))
+    assert pts["url"].tolist() == [IX_URL] and skipped == {}
