@@ -1719,3 +1719,138 @@ def test_inferencex_refusals_are_one_line_naming_row_and_field(tmp_path):
     src.write_text(json.dumps([IX_ROW | {"run_url": None}]))
     pts, skipped = inferencex.read_points(src, importers.Options(source_url=IX_URL))
     assert pts["url"].tolist() == [IX_URL] and skipped == {}
+
+
+def _cells(tmp_path: Path, *cells: str) -> Path:
+    src = tmp_path / "c.jsx"
+    src.write_text("export const benchmarks = [\n" + ",\n".join(cells) + "\n];\n")
+    return src
+
+
+SG_SPEED = "{ workload: WL, ttft_ms: 0, tpot_ms: 8, tokens_per_sec_per_gpu: 45 }"
+SG_CELL = (
+    '{ match: { hw: "h200", variant: "pro", quant: "bf16", strategy: "balanced", '
+    '"nodes": "multi" }, sglang_version: 5, speed: [SPEED] }'
+)
+
+
+def _sg_cell(wl="{ isl: 300, osl: 100, max_concurrency: 2, range_ratio: 1 }", **match) -> str:
+    cell = SG_CELL.replace("SPEED", SG_SPEED.replace("WL", wl))
+    for k, v in match.items():
+        old = re.search(rf'"?{k}"?: [^,}}]+', cell)[0]
+        cell = cell.replace(old, f"{k}: {v}")
+    return cell
+
+
+def test_cookbook_a_cell_column_by_column(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    stub = '{ match: { hw: "b200", variant: "flash", quant: "fp4" } }'
+    pts, skipped = sg.cookbook_points(_cells(tmp_path, _sg_cell(), stub), url)
+    assert skipped == {"stub_cells": 1}
+    (p,) = [{k: None if pd.isna(v) else v for k, v in r.items()} for r in pts.to_dict("records")]
+    assert p == {
+        "point_id": "h200/pro/bf16/balanced/c2", "source_row": 0, "submitter": "SGLang cookbook",
+        "system": "h200 balanced (multi)", "category": None, "hardware": "h200", "gpus": None,
+        "prefill_gpus": None, "decode_gpus": None, "serving": None, "model": "DeepSeek-V4-Pro",
+        "precision": "bf16", "engine": "sglang", "engine_version": "5",
+        "speculative": "EAGLE/MTP 1-1-2 (steps 1, topk 1, draft tokens 2)",
+        "scenario": "balanced", "isl": 300, "osl": 100, "concurrency": 2, "tok_s_total": None,
+        "tok_s_per_gpu": 45.0,
+        "per_gpu_basis": "as published: total tok/s/GPU, measured as a total",
+        "tokens_counted": "input+output", "gpus_counted": "deployment",
+        "speculation_kind": "real", "workload": "fixed lengths", "latency_statistic": "mean",
+        "input_tok_s_per_gpu": None, "output_tok_s_per_gpu": None, "tok_s_per_user": 125.0,
+        "ttft_mean_s": 0.0, "ttft_median_s": None, "tpot_mean_s": 0.008, "tpot_median_s": None,
+        "e2el_mean_s": None, "date": None, "url": url,
+        "notes": "nodes: multi; GPU count and speculative method from the cookbook's "
+        f"deepseek-v4.jsx ({sg.COOKBOOK_CONFIG_URL}); latencies are means (latencyPercentile Mean)",
+    }  # fmt: skip
+
+
+def test_cookbook_gpus_speculation_workload_and_derived_output(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    def point(**kw):
+        pts, _ = sg.cookbook_points(_cells(tmp_path, _sg_cell(**kw)), "https://a.org/x")
+        return {k: None if pd.isna(v) else v for k, v in pts.iloc[0].to_dict().items()}
+
+    flash = {"variant": '"flash"', "nodes": '"single"'}
+    for hw in ("b200", "b300", "gb200", "gb300"):
+        assert point(hw=f'"{hw}"', **flash)["gpus"] == 4
+    assert point(hw='"h200"', **flash)["gpus"] is None
+    assert point(hw='"b300"', variant='"flash"', nodes='"multi"')["gpus"] is None
+    assert point(hw='"b300"', variant='"pro"', nodes='"single"')["gpus"] is None
+    p = point(strategy='"low-latency"', quant='"fp8"', nodes="null")
+    assert (p["speculation_kind"], p["speculative"]) == (
+        "real",
+        "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)",
+    )
+    assert p["system"] == "h200 low-latency (nodes not stated)"
+    assert p["output_tok_s_per_gpu"] == 45 * 100 / 400 and p["per_gpu_basis"] == (
+        "as published: total tok/s/GPU, derived by the cookbook from measured output/GPU x "
+        "(isl+osl)/osl"
+    )
+    assert point(quant='"fp4"')["output_tok_s_per_gpu"] == 11.25
+    p = point(strategy='"high-throughput"')
+    assert (p["speculation_kind"], p["speculative"]) == ("none", None)
+    p = point(strategy="null")
+    assert (p["speculation_kind"], p["speculative"], p["scenario"]) == ("real or none", None, None)
+    assert p["point_id"] == "h200/pro/bf16/None/c2" and p["system"] == "h200 - (multi)"
+    wl = {
+        "{ isl: 3, osl: 1, max_concurrency: 2 }": "random lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: 0.999 }": "random lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, random_range_ratio: 1 }": "fixed lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: 1.5, random_range_ratio: 0 }":
+            "fixed lengths",
+        '{ dataset: "sharegpt", isl: 3, osl: 1, max_concurrency: 2, range_ratio: -1 }':
+            "benchmark dataset",
+    }  # fmt: skip
+    for text, workload in wl.items():
+        assert point(wl=text)["workload"] == workload, text
+    assert sg.SGLANG_RANDOM_RANGE_RATIO == 0.0
+
+
+def test_cookbook_refusals_name_cell_entry_and_field(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    cases = [
+        (_sg_cell(wl="{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: -0.5 }"),
+         "benchmarks[1].speed[0].workload.range_ratio: must be >= 0, got -0.5"),
+        (_sg_cell(wl="{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: \"x\" }"),
+         "benchmarks[1].speed[0].workload.range_ratio: not a number ('x')"),
+        (_sg_cell(wl="{ isl: 0, osl: 1, max_concurrency: 2 }"),
+         "benchmarks[1].speed[0].workload.isl: must be > 0, got 0"),
+        (_sg_cell(wl="3"), "benchmarks[1].speed[0].workload: must be an object"),
+        (_sg_cell().replace("speed: [", "speed: [3, "),
+         "benchmarks[1].speed[0]: must be an object"),
+        (_sg_cell().replace("speed: [", "speed: 3, x: ["), "benchmarks[1].speed: must be a list"),
+        (_sg_cell().replace("ttft_ms: 0", "ttft_ms: -1"),
+         "benchmarks[1].speed[0].ttft_ms: must be >= 0, got -1"),
+        (_sg_cell().replace("tokens_per_sec_per_gpu: 45", "tokens_per_sec_per_gpu: 0"),
+         "benchmarks[1].speed[0].tokens_per_sec_per_gpu: must be > 0, got 0"),
+        (_sg_cell(nodes="3"), "benchmarks[1].match.nodes: must be a non-empty string, got 3"),
+        ("3", "benchmarks[1]: must be an object"),
+        ("{ speed: [] }", "benchmarks[1].match: missing"),
+    ]  # fmt: skip
+    for cell, line in cases:
+        src = _cells(tmp_path, _sg_cell(), cell)
+        with pytest.raises(InputError) as exc:
+            sg.cookbook_points(src, url)
+        assert str(exc.value) == f"{src}: {line}"
+    src = _cells(tmp_path, '{ match: { hw: "a", variant: "b", quant: "c" } }')
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == f"{src}: benchmarks: no cell with speed numbers"
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src)
+    assert str(exc.value) == f"{src}: --source-url: required: the cookbook cells carry no link"
+    src.write_text("export const benchmarks = {};\n")
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == f"{src}: benchmarks: must be a list, got dict"
+    src = _cells(tmp_path, _sg_cell(), '{ match: { hw: "a", variant: "b", quant: "c" } }')
+    pts, parameters = sg.read_points(src, importers.Options(source_url=url))
+    assert len(pts) == 1 and parameters == {"skipped": {"stub_cells": 1}}
