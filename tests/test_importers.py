@@ -433,3 +433,32 @@ def test_a_published_summary_names_each_skip():
     )
     T.run = {"parameters": {}}
     assert points.summary(T()) == "2 published points, trace_id abc"
+
+
+def test_a_bad_byte_past_the_first_mebibytes_is_named_by_its_line(tmp_path):
+    """The check reads 1 MiB at a time: lines are counted across the reads, and a character cut
+    by a read's end is named by the byte that breaks it."""
+    from rackbook.core.importers import points
+
+    f = tmp_path / "big.csv"
+    head = b"a\n" * ((1 << 20) - 1) + b"a"  # 2 MiB - 1 bytes on 1,048,576 lines
+    f.write_bytes(head + b"\xc3(\n")  # a lead byte ends the second read, "(" starts the third
+    _refused(
+        lambda: list(points.csv_lines(f)),
+        f"{f}: -: not UTF-8 text: byte 0x28 on line 1048576 (save the file as UTF-8)",
+    )
+    f.write_bytes(head + b"\n\n\xff")
+    _refused(
+        lambda: list(points.csv_lines(f)),
+        f"{f}: -: not UTF-8 text: byte 0xff on line 1048578 (save the file as UTF-8)",
+    )
+
+
+def test_a_csv_line_of_one_megabyte_is_read_and_one_byte_more_refused(tmp_path):
+    from rackbook.core.importers import points
+
+    f = tmp_path / "f.csv"
+    f.write_bytes(b"a\n" + b"x" * 999_999 + b"\n")  # 1,000,000 bytes with its newline
+    assert [len(line) for line in points.csv_lines(f)] == [2, 1_000_000]
+    f.write_bytes(b"a\n" + b"x" * 1_000_000 + b"\n")
+    _refused(lambda: list(points.csv_lines(f)), f"{f}: line 2: longer than 1 MB (refused)")
