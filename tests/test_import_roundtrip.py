@@ -312,3 +312,61 @@ def test_vllm_bench_one_decode_rank_and_the_concurrency_bound(tmp_path, monkeypa
     assert str(exc.value) == (
         f"{src}: max_concurrency: 5 is too large: at most 4 (rackbook's concurrency bound)"
     )
+
+
+VLLM_REFUSED = [  # (change to the hand result, field, problem): each one full line
+    ({"itls": [[0.1], 0.4, []]}, "itls[1]", "must be a list of seconds"),
+    ({"itls": [[0.1, "a"], [0.4], []]}, "itls[1]", "not a number"),
+    ({"itls": [[0.1], [-0.4], []]}, "itls[1]", "negative value"),
+    ({"itls": "x"}, "itls", "must be a list of 3 lists (one per request)"),
+    ({"itls": [[0.1], [0.4]]}, "itls", "must be a list of 3 lists (one per request)"),
+    ({"errors": "x"}, "errors", "must be a list of 3 strings"),
+    ({"errors": ["", ""]}, "errors", "must be a list of 3 strings"),
+    ({"input_lens": "x"}, "input_lens", "must be a list"),
+    ({"input_lens": []}, "input_lens", "no requests: every per-request list is empty"),
+    ({"ttfts": {"a": 1}}, "ttfts", "must be a list, got dict"),
+    ({"ttfts": [0.1, 0.2]}, "ttfts", "has 2 entries, expected 3 (one per request)"),
+    ({"output_lens": [4, None, 0]}, "output_lens[1]", "non-finite value (NaN or infinite)"),
+    ({"output_lens": [4, "two", 0]}, "output_lens[1]", "not a number"),
+    ({"output_lens": [[4], [2], [0]]}, "output_lens", "must be a flat list of numbers"),
+    ({"output_lens": [4, 2.5, 0]}, "output_lens[1]", "not an integer"),
+    ({"output_lens": [4, 2, 0.5]}, "output_lens[2]", "not an integer"),
+    ({"start_times": [1.0, "x", 2.0]}, "start_times[1]", "not a number"),
+    ({"start_times": [1.0, 2.0]}, "start_times", "has 2 entries, expected 3 (one per request)"),
+    ({"completed": 3}, "completed", "says 3 but 2 requests have no error"),
+    ({"duration": None}, "duration", "missing"),
+    ({"max_concurrency": 1.5}, "max_concurrency", "not an integer (1.5)"),
+]
+
+
+@pytest.mark.parametrize(("change", "field", "problem"), VLLM_REFUSED)
+def test_vllm_bench_each_refusal_is_one_full_line(tmp_path, change, field, problem):
+    from conftest import small_result
+
+    from rackbook.core.importers.vllm_bench import vllm_bench_frames
+
+    with pytest.raises(InputError) as exc:
+        vllm_bench_frames(tmp_path / "r.json", data=small_result(**change))
+    assert str(exc.value) == f"{tmp_path / 'r.json'}: {field}: {problem}"
+
+
+def test_vllm_bench_a_missing_array_and_a_top_level_that_is_no_object(tmp_path):
+    from conftest import small_result
+
+    from rackbook.core.importers.vllm_bench import vllm_bench_frames
+
+    src = tmp_path / "r.json"
+    d = small_result()
+    del d["errors"], d["itls"]
+    with pytest.raises(InputError) as exc:
+        vllm_bench_frames(src, data=d)
+    assert str(exc.value) == f"{src}: itls: missing per-request array"
+    del d["ttfts"]
+    with pytest.raises(InputError) as exc:
+        vllm_bench_frames(src, data=d)
+    assert str(exc.value) == (
+        f"{src}: ttfts: missing per-request array (rerun vllm bench serve with --save-detailed)"
+    )
+    with pytest.raises(InputError) as exc:
+        vllm_bench_frames(src, data=[1])
+    assert str(exc.value) == f"{src}: -: top level must be a JSON object, got list"
