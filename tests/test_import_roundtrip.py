@@ -334,6 +334,9 @@ VLLM_REFUSED = [  # (change to the hand result, field, problem): each one full l
     ({"start_times": [1.0, "x", 2.0]}, "start_times[1]", "not a number"),
     ({"start_times": [1.0, 2.0]}, "start_times", "has 2 entries, expected 3 (one per request)"),
     ({"completed": 3}, "completed", "says 3 but 2 requests have no error"),
+    ({"input_lens": [10, 1e12, 30]}, "input_lens[1]", "implausibly large token count (over 1e+10)"),
+    ({"ttfts": [0.1, 1e12, 0.0]}, "ttfts[1]", "larger than the request's end-to-end latency"),
+    ({"latencies": [0.7, float("inf"), 0.0]}, "latencies[1]", "non-finite value (NaN or infinite)"),
     ({"duration": None}, "duration", "missing"),
     ({"max_concurrency": 1.5}, "max_concurrency", "not an integer (1.5)"),
 ]
