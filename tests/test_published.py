@@ -1661,6 +1661,23 @@ def test_inferencex_gpu_counts_of_each_serving(tmp_path):
     assert counts(**none | {"num_decode_gpu": 2})[4].startswith(
         "recorded GPU counts (prefill None, decode 2)"
     )
+    # two notes, joined; a row without any per-user rate has none
+    row = IX_ROW | {
+        "benchmark_type": "agentic_traces",
+        "isl": None,
+        "osl": None,
+        "spec_method": None,
+    }
+    row |= {
+        "config_key": None,
+        "disagg": False,
+        "num_decode_gpu": 8,
+        "metrics": {"tput_per_gpu": 1.0},
+    }
+    (p,) = _ix(tmp_path, row)
+    assert p["notes"].startswith("recorded GPU counts (prefill 4, decode 8) disagree")
+    assert "total left empty; AgentX: concurrency 8 is the number" in p["notes"]
+    assert (p["tok_s_per_user"], p["latency_statistic"]) == (None, "median")
 
 
 def test_inferencex_speculation_from_method_and_config_key():
@@ -1695,6 +1712,13 @@ def test_inferencex_refusals_are_one_line_naming_row_and_field(tmp_path):
         (IX_ROW | {"decode_tp": 1.5}, "rows[0].decode_tp: not an integer (1.5)"),
         (IX_ROW | {"metrics": {"tput_per_gpu": 1.0, "median_intvty": -1}},
          "rows[0].metrics.median_intvty: must be > 0, got -1"),
+        (IX_ROW | {"metrics": {"tput_per_gpu": 1.0, "mean_ttft": -1}},
+         "rows[0].metrics.mean_ttft: must be >= 0, got -1"),
+        (IX_ROW | {"metrics": [1]}, "rows[0].metrics: must be an object"),
+        (IX_ROW | {"spec_method": 5}, "rows[0].spec_method: must be a non-empty string, got 5"),
+        (IX_ROW | {"run_url": "ftp://x"}, "rows[0].run_url: 'ftp://x' is not an http(s) link"),
+        (IX_ROW | {"benchmark_type": "agentic_traces", "isl": 1.5},
+         "rows[0].isl: not an integer (1.5)"),
     ]  # fmt: skip
     for row, line in cases:
         src.write_text(json.dumps([IX_ROW, row]))
