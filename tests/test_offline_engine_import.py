@@ -333,6 +333,7 @@ def test_every_column_of_a_hand_file_by_the_formulas(tmp_path):
         ({"rows": "x"}, "rows: must be a non-empty list of objects"),
         ({"rows": [1]}, "rows[0]: must be an object"),
         ({"format": None}, "format: must be 'rackbook-offline-engine', got None"),
+        ({"format": "csv"}, "format: must be 'rackbook-offline-engine', got 'csv'"),
         ({"schema_version": None}, "schema_version: None is not one of 1"),
         ({"hardware": None}, "hardware: missing"),
         ({"hardware": {"gpu_count": 2}}, "hardware.gpu_id: missing"),
@@ -399,8 +400,17 @@ def test_rows_within_their_bounds_and_times_that_add_up(tmp_path, monkeypatch):
         )
         monkeypatch.undo()
     monkeypatch.setitem(limits.BOUNDS, "gpus", 1)
+    src = _hand_file(tmp_path)
     with pytest.raises(InputError) as exc:
-        importers.read("offline-engine", _hand_file(tmp_path), "o", importers.Options())
-    assert str(exc.value).endswith(
-        "hardware.gpu_count: 2 is too large: at most 1 (rackbook's gpus bound)"
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == (
+        f"{src}: hardware.gpu_count: 2 is too large: at most 1 (rackbook's gpus bound)"
     )
+
+
+def test_a_top_level_that_is_no_object_is_named(tmp_path):
+    src = tmp_path / "e.json"
+    src.write_text("[1, 2]")
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == f"{src}: -: top level must be a JSON object, got list"
