@@ -414,3 +414,10 @@ def test_a_top_level_that_is_no_object_is_named(tmp_path):
     with pytest.raises(InputError) as exc:
         importers.read("offline-engine", src, "o", importers.Options())
     assert str(exc.value) == f"{src}: -: top level must be a JSON object, got list"
+
+
+def test_a_blank_engine_label_is_refused_by_its_flag(tmp_path):
+    src = _hand_file(tmp_path)
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options(engine=" "))
+    assert str(exc.value) == f"{src}: --engine: must be a non-empty string, got ' '"
