@@ -1470,7 +1470,7 @@ def _ml_csv(path: Path, *changes: dict[str, str]) -> Path:
 def test_mlperf_a_row_is_read_column_by_column(tmp_path):
     src = _ml_csv(
         tmp_path / "s.csv",
-        {"Location": "./closed/Org/run_1/", "Result": "100", "total_accelerators": "8.0",
+        {"Location": "./closed/Org/run_X/", "Result": "100", "total_accelerators": "8.0",
          "weight_data_types": "", "framework": "", "version": ""},
         {"Location": "", "Organization": "B", "Platform": "p", "Model": "m2", "Scenario": "Server"},
     )  # fmt: skip
@@ -1486,7 +1486,7 @@ def test_mlperf_a_row_is_read_column_by_column(tmp_path):
         "per_gpu_basis": "computed on import: Result / total_accelerators",
         "tokens_counted": "output", "gpus_counted": "deployment",
         "speculation_kind": "real or none", "workload": "benchmark dataset",
-        "url": tree + "7bf15fd8089655a71fb75c81a744d7ba5a632424/closed/Org/run_1", "source_row": 0,
+        "url": tree + "7bf15fd8089655a71fb75c81a744d7ba5a632424/closed/Org/run_X", "source_row": 0,
     }  # fmt: skip
     assert (
         pd.isna(first["precision"])
@@ -1531,6 +1531,10 @@ def test_mlperf_refusals_name_file_field_line_and_problem(tmp_path):
         f"{s}: --source-url: required: summary.csv rows carry no link",
     )
     header = (FIX / "mlperf-summary.csv").read_text().splitlines()[0]
+    s.write_text(header + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL), f"{s}: rows: no rows under the header"
+    )
     s.write_text(header.replace("Location,", "").replace("Units,", "") + "\n")
     _refused_as(
         lambda: mlperf.mlperf_points(s, None, ML_URL),
@@ -1878,3 +1882,26 @@ def test_cookbook_refusals_name_cell_entry_and_field(tmp_path):
     src = _cells(tmp_path, _sg_cell(), '{ match: { hw: "a", variant: "b", quant: "c" } }')
     pts, parameters = sg.read_points(src, importers.Options(source_url=url))
     assert len(pts) == 1 and parameters == {"skipped": {"stub_cells": 1}}
+
+
+def test_cookbook_stubs_counted_around_cells_and_the_file_checks(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    stub = '{ match: { hw: "b200", variant: "flash", quant: "fp4" } }'
+    no_version = _sg_cell().replace("sglang_version: 5, ", "")
+    pts, skipped = sg.cookbook_points(_cells(tmp_path, stub, no_version, stub, _sg_cell()), url)
+    assert skipped == {"stub_cells": 2} and pts["source_row"].tolist() == [1, 3]
+    assert pts["engine_version"].isna().tolist() == [True, False]
+    src = tmp_path / "c.jsx"
+    src.write_text("export const benchmarks = [\n  { match: { hw: 1 }\n  { x: 2 } ];\n")
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value).startswith(f"{src}: line 3")
+    with src.open("wb") as fh:  # one byte over the 16 MB the cookbook file may hold
+        fh.truncate(16_000_001)
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == (
+        f"{src}: -: 16.0 MB is over the input size limit 16 MB (see --max-input-mb)"
+    )
