@@ -462,3 +462,48 @@ def test_a_csv_line_of_one_megabyte_is_read_and_one_byte_more_refused(tmp_path):
     assert [len(line) for line in points.csv_lines(f)] == [2, 1_000_000]
     f.write_bytes(b"a\n" + b"x" * 1_000_000 + b"\n")
     _refused(lambda: list(points.csv_lines(f)), f"{f}: line 2: longer than 1 MB (refused)")
+
+
+def test_a_published_trace_holds_its_points_and_the_sources_provenance(tmp_path):
+    """points.read_published: run.json in full; undated points take --source-date, dated ones
+    keep theirs; the measured tables stay empty."""
+    import hashlib
+
+    src = tmp_path / "s.csv"
+    src.write_bytes(GOOD["mlperf"][0].read_bytes())
+    opts = importers.Options(model="deepseek-r1", source_url=URL, source_date=DAY, command="C")
+    t = importers.read("mlperf", src, "o", opts)
+    pts = t.extra["published_points"]
+    assert pts["date"].tolist() == [DAY, DAY]
+    run = {k: v for k, v in t.run.items() if k not in ("environment", "created", "trace_id")}
+    run.pop("project_commit")
+    assert run == {
+        "schema_version": 1, "kind": "published",
+        "hardware": {"gpus": [], "hosts": None, "note": "not measured here: see published_points"},
+        "engine": {"name": "mlperf", "version": None, "what": "MLPerf Inference summary.csv"},
+        "commands": ["C"],
+        "parameters": {
+            "format": "mlperf", "model": "deepseek-r1",
+            "skipped": {"units": {"Latency (s)": 1, "Samples/s": 1}, "models": {"gpt-oss-120b": 1}},
+        },
+        "notes": "published measurements imported from s.csv by `rackbook import mlperf`; "
+        "hardware, GPUs and engine are per row in published_points",
+        "recorded_by": None,
+        "source": {
+            "file": "s.csv", "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "url": URL,
+            "repo": "o/r", "path": "summary.csv",
+            "commit": "0123456789abcdef0123456789abcdef01234567", "date": DAY,
+        },
+        "rows": [{"point_id": p, "url": u, "date": DAY}
+                 for p, u in zip(pts["point_id"], pts["url"], strict=True)],
+    }  # fmt: skip
+    assert t.requests.empty and t.itl.empty and t.points.empty
+    assert list(t.points.columns)[:2] == ["point_id", "engine"]
+    # no --source-date: the undated rows stay undated; dated rows keep their own date
+    t = importers.read("mlperf", src, "o", importers.Options(source_url=URL))
+    assert t.run["source"]["date"] is None and {r["date"] for r in t.run["rows"]} == {None}
+    assert t.extra["published_points"]["date"].isna().all()
+    ix = importers.read(
+        "inferencex", GOOD["inferencex"][0], "o", importers.Options(source_date=DAY)
+    )
+    assert [r["date"] for r in ix.run["rows"]] == ["2026-02-27", "2025-10-06", "2026-03-23"]
