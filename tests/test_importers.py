@@ -507,3 +507,25 @@ def test_a_published_trace_holds_its_points_and_the_sources_provenance(tmp_path)
         "inferencex", GOOD["inferencex"][0], "o", importers.Options(source_date=DAY)
     )
     assert [r["date"] for r in ix.run["rows"]] == ["2026-02-27", "2025-10-06", "2026-03-23"]
+
+
+def test_check_text_reads_the_first_64_kib_and_streams_past_the_whole_file_limit(tmp_path):
+    from rackbook.core.importers import points
+
+    f = tmp_path / "f.csv"
+    f.write_bytes(b"a" * 65_535 + b"\x00")  # a NUL inside the first 64 KiB
+    _refused(lambda: points.check_text(f), f"{f}: -: not text (binary file?)")
+    f.write_bytes(b"a" * 65_536 + b"\x00")  # just past them: not looked at (the CSV read names it)
+    points.check_text(f)
+    with f.open("wb") as fh:  # 256 MB + 1 byte: over a whole read's limit, not a streamed one's
+        fh.truncate(256_000_001)
+    _refused(lambda: points.check_text(f), f"{f}: -: not text (binary file?)")
+    _refused(
+        lambda: points.read_text(f),
+        f"{f}: -: 256.0 MB is over the input size limit 256 MB (see --max-input-mb)",
+    )
+    f.write_bytes(b"a\n\xff\n")
+    _refused(
+        lambda: points.read_text(f),
+        f"{f}: -: not UTF-8 text: byte 0xff on line 2 (save the file as UTF-8)",
+    )
