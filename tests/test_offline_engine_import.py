@@ -246,3 +246,178 @@ def test_import_rejects_a_decode_ranks_label_below_one(tmp_path):
          "latencies": [0.2], "errors": [""]}  # fmt: skip
     with pytest.raises(InputError, match="label decode_ranks: must be a positive integer"):
         vllm_bench_frames(tmp_path / "r.json", {"decode_ranks": "0"}, data=d)
+
+
+def _hand_file(tmp_path: Path, **top) -> Path:
+    """Three rows: batch 2 on one and on two ranks (prefill_s, total_s), batch 3 (neither)."""
+    d = {
+        "format": "rackbook-offline-engine", "schema_version": 1, "engine": " eng ",
+        "engine_version": "1.0 ", "model": " m/x ", "hardware": {"gpu_id": " g1 ", "gpu_count": 2},
+        "notes": "n1", "date": "2026-01-01", "source": "s",
+        "rows": [
+            {"batch_size": 2, "decode_ranks": 1, "input_tokens": 10, "output_tokens": 5,
+             "decode_s": 0.5, "prefill_s": 0.25},
+            {"batch_size": 2, "decode_ranks": 2, "input_tokens": 10, "output_tokens": 5,
+             "decode_s": 0.75, "total_s": 1.0},
+            {"batch_size": 3, "input_tokens": 20, "output_tokens": 2, "decode_s": 0.125},
+        ],
+    } | top  # fmt: skip
+    src = tmp_path / "e.json"
+    src.write_text(json.dumps(d))
+    return src
+
+
+def test_every_column_of_a_hand_file_by_the_formulas(tmp_path):
+    """ttft = prefill_s, else total_s - decode_s, else 0; e2el = ttft + decode_s; duration =
+    total_s, else ttft + decode_s; batch x ranks identical requests per row."""
+    src = _hand_file(tmp_path)
+    t = importers.read("offline-engine", src, tmp_path / "o", importers.Options(command="C"))
+    req = t.requests.to_dict("list")
+    ids = ["eng-b2-r1"] * 2 + ["eng-b2-r2"] * 4 + ["eng-b3"] * 3
+    assert req.pop("request_id") == [
+        f"{p}/{i}" for p, i in zip(ids, [0, 1, 0, 1, 2, 3, 0, 1, 2], strict=True)
+    ]
+    assert req.pop("concurrency") == [None] * 9
+    assert req == {
+        "point_id": ids, "engine": ["eng"] * 9, "config": ["m/x"] * 9,
+        "batch_size": [2] * 6 + [3] * 3, "decode_ranks": [1, 1, 2, 2, 2, 2, 1, 1, 1],
+        "start_time_s": [0.0] * 9, "ttft_s": [0.25] * 6 + [0.0] * 3,
+        "e2el_s": [0.75] * 2 + [1.0] * 4 + [0.125] * 3, "prompt_tokens": [10] * 6 + [20] * 3,
+        "output_tokens": [5] * 6 + [2] * 3, "success": [True] * 9, "error": [""] * 9,
+    }  # fmt: skip
+    pts = t.points.to_dict("list")
+    assert pts.pop("concurrency") == [None] * 3
+    assert pts == {
+        "point_id": ["eng-b2-r1", "eng-b2-r2", "eng-b3"], "engine": ["eng"] * 3,
+        "config": ["m/x"] * 3, "batch_size": [2, 2, 3], "decode_ranks": [1, 2, 1],
+        "window_start_s": [0.0] * 3, "duration_s": [0.75, 1.0, 0.125], "num_gpus": [2] * 3,
+        "source": ["e.json"] * 3,
+    }  # fmt: skip
+    assert t.itl.empty and list(t.itl.columns) == ["request_row", "itl_s"]
+    raw = src.read_bytes()
+    run = t.run
+    assert (run["kind"], run["commands"], run["recorded_by"] is not None) == (
+        "recorded",
+        ["C"],
+        True,
+    )
+    assert run["engine"] == {"name": "eng", "version": "1.0"}
+    assert run["parameters"] == {
+        "model": "m/x", "batch_sizes": [2, 2, 3], "decode_ranks": [1, 2, 1], "source": "s",
+        "date": "2026-01-01",
+    }  # fmt: skip
+    assert run["notes"] == "imported from e.json by `rackbook import offline-engine`; n1"
+    assert run["source_file"] == {
+        "name": "e.json", "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
+        "format": "rackbook-offline-engine/1",
+    }  # fmt: skip
+    assert run["hardware"] == {
+        "gpus": [{"name": "g1"}, {"name": "g1"}], "hosts": None,
+        "note": "as stated in e.json; not measured by the importing machine",
+    }  # fmt: skip
+    assert "generator" not in run
+    assert importers.summary("offline-engine", t) == (
+        f"3 points, 9 requests (recorded), trace_id {t.trace_id}"
+    )
+    # --engine names the points; no notes: the import's own note alone
+    src = _hand_file(tmp_path, notes=None, command="bench --x")
+    t = importers.read("offline-engine", src, "o", importers.Options(engine=" b ", command="C"))
+    assert set(t.points["engine"]) == {"b"} and t.points["point_id"][0] == "b-b2-r1"
+    assert t.run["engine"]["name"] == "eng" and t.run["commands"] == ["C", "bench --x"]
+    assert t.run["notes"] == "imported from e.json by `rackbook import offline-engine`"
+
+
+@pytest.mark.parametrize(
+    ("top", "line"),
+    [
+        ({"rows": "x"}, "rows: must be a non-empty list of objects"),
+        ({"rows": [1]}, "rows[0]: must be an object"),
+        ({"format": None}, "format: must be 'rackbook-offline-engine', got None"),
+        ({"format": "csv"}, "format: must be 'rackbook-offline-engine', got 'csv'"),
+        ({"schema_version": None}, "schema_version: None is not one of 1"),
+        ({"hardware": None}, "hardware: missing"),
+        ({"hardware": {"gpu_count": 2}}, "hardware.gpu_id: missing"),
+        ({"hardware": {"gpu_id": "g", "gpu_count": 2.5}},
+         "hardware.gpu_count: not an integer (2.5)"),
+        ({"notes": ""}, "notes: must be a non-empty string, got ''"),
+        ({"model": None}, "model: missing"),
+        ({"extra": 1, "zz": 2},
+         "extra: unknown key; known: engine, engine_version, model, command, "
+         "source, date, notes, format, schema_version, hardware, generator, rows"),
+    ],
+)  # fmt: skip
+def test_a_bad_header_is_one_line_naming_its_field(tmp_path, top, line):
+    src = _hand_file(tmp_path, **top)
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == f"{src}: {line}"
+
+
+def test_rows_within_their_bounds_and_times_that_add_up(tmp_path, monkeypatch):
+    from rackbook import limits
+
+    ok = {"batch_size": 4, "input_tokens": 8, "output_tokens": 2, "decode_s": 1.0}
+    within = [
+        ok | {"prefill_s": 0.5, "total_s": 1.5 - 1e-9},
+        ok | {"batch_size": 2, "total_s": 1.0},
+    ]
+    src = _hand_file(tmp_path, rows=within)
+    t = importers.read("offline-engine", src, "o", importers.Options())
+    assert t.points["duration_s"].tolist() == [1.5 - 1e-9, 1.0]
+    assert t.points["point_id"].tolist() == ["eng-b4", "eng-b2"]  # one rank each: no -r
+    cases = [
+        ([ok | {"prefill_s": 0.5, "total_s": 1.5 - 2e-9}],
+         "rows[0].total_s: smaller than prefill_s + decode_s"),
+        ([ok | {"total_s": 1.0 - 2e-9}], "rows[0].total_s: smaller than decode_s"),
+        ([ok, ok | {"decode_ranks": 1}],
+         "rows[1]: a second row for batch_size 4 on 1 decode ranks"),
+        ([ok | {"prefill_s": 0}], "rows[0].prefill_s: must be > 0, got 0"),
+        ([ok | {"input_tokens": 0}], "rows[0].input_tokens: must be > 0, got 0"),
+    ]  # fmt: skip
+    for rows, line in cases:
+        src = _hand_file(tmp_path, rows=rows)
+        with pytest.raises(InputError) as exc:
+            importers.read("offline-engine", src, "o", importers.Options())
+        assert str(exc.value) == f"{src}: {line}"
+    monkeypatch.setitem(limits.BOUNDS, "requests", 8)
+    src = _hand_file(tmp_path, rows=[ok | {"decode_ranks": 2}])  # 4 x 2 = 8 requests: at the bound
+    assert len(importers.read("offline-engine", src, "o", importers.Options()).requests) == 8
+    src = _hand_file(tmp_path, rows=[ok | {"decode_ranks": 2}, ok | {"batch_size": 1}])
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == (
+        f"{src}: rows (batch_size x decode_ranks, summed): 9 is too large: at most 8 "
+        "(rackbook's requests bound)"
+    )
+    for key, bound in (("batch_size", "batch_size"), ("decode_ranks", "decode_ranks"),
+                       ("output_tokens", "context"), ("input_tokens", "context")):  # fmt: skip
+        monkeypatch.setitem(limits.BOUNDS, bound, 3)
+        src = _hand_file(tmp_path, rows=[ok | {"input_tokens": 2, "decode_ranks": 1, key: 4}])
+        with pytest.raises(InputError) as exc:
+            importers.read("offline-engine", src, "o", importers.Options())
+        assert str(exc.value) == (
+            f"{src}: rows[0].{key}: 4 is too large: at most 3 (rackbook's {bound} bound)"
+        )
+        monkeypatch.undo()
+    monkeypatch.setitem(limits.BOUNDS, "gpus", 1)
+    src = _hand_file(tmp_path)
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == (
+        f"{src}: hardware.gpu_count: 2 is too large: at most 1 (rackbook's gpus bound)"
+    )
+
+
+def test_a_top_level_that_is_no_object_is_named(tmp_path):
+    src = tmp_path / "e.json"
+    src.write_text("[1, 2]")
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options())
+    assert str(exc.value) == f"{src}: -: top level must be a JSON object, got list"
+
+
+def test_a_blank_engine_label_is_refused_by_its_flag(tmp_path):
+    src = _hand_file(tmp_path)
+    with pytest.raises(InputError) as exc:
+        importers.read("offline-engine", src, "o", importers.Options(engine=" "))
+    assert str(exc.value) == f"{src}: --engine: must be a non-empty string, got ' '"

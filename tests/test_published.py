@@ -1441,3 +1441,467 @@ def test_a_prefill_table_without_its_export_names_the_file(tmp_path):
         InputError, match=r"t\.js: DATA: no `export const DATA = \.\.\.` in the file"
     ):
         published_rows.load_prefill_table(bad)
+
+
+# ----------------------------------------------------------------------------- importers, exactly
+
+
+def _refused_as(fn, line):
+    """``fn()`` raises one InputError whose whole text is ``line``."""
+    with pytest.raises(InputError) as exc:
+        fn()
+    assert str(exc.value) == line
+
+
+def _ml_csv(path: Path, *changes: dict[str, str]) -> Path:
+    """The fixture's header and one row per change (the first Tokens/s row, edited)."""
+    import csv
+
+    with (FIX / "mlperf-summary.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        for change in changes:
+            w.writerow(rows[0] | change)
+    return path
+
+
+def test_mlperf_a_row_is_read_column_by_column(tmp_path):
+    src = _ml_csv(
+        tmp_path / "s.csv",
+        {"Location": "./closed/Org/run_X/", "Result": "100", "total_accelerators": "8.0",
+         "weight_data_types": "", "framework": "", "version": ""},
+        {"Location": "", "Organization": "B", "Platform": "p", "Model": "m2", "Scenario": "Server"},
+    )  # fmt: skip
+    pts, skipped = mlperf.mlperf_points(src, None, ML_URL)
+    assert skipped == {"units": {}, "models": {}}
+    tree = "https://github.com/mlcommons/inference_results_v6.1/tree/"
+    first, second = (dict(zip(pts.columns, r, strict=True)) for r in pts.itertuples(index=False))
+    assert {k: v for k, v in first.items() if not pd.isna(v)} == {
+        "point_id": "NVIDIA/GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Offline",
+        "submitter": "NVIDIA", "system": "NVIDIA GB300 NVL72 (72x GB300-288GB_aarch64, TensorRT)",
+        "hardware": "NVIDIA GB300", "model": "deepseek-r1", "scenario": "Offline",
+        "category": "closed, available", "gpus": 8, "tok_s_total": 100.0, "tok_s_per_gpu": 12.5,
+        "per_gpu_basis": "computed on import: Result / total_accelerators",
+        "tokens_counted": "output", "gpus_counted": "deployment",
+        "speculation_kind": "real or none", "workload": "benchmark dataset",
+        "url": tree + "7bf15fd8089655a71fb75c81a744d7ba5a632424/closed/Org/run_X", "source_row": 0,
+    }  # fmt: skip
+    assert (
+        pd.isna(first["precision"])
+        and pd.isna(first["engine"])
+        and pd.isna(first["engine_version"])
+    )
+    assert second["point_id"] == "B/p/m2/Server" and second["source_row"] == 1
+    assert second["url"] == ML_URL  # no Location: the source itself
+    assert (second["precision"], second["engine_version"]) == ("fp4", "v6.1")
+    # a source that is not a GitHub blob: every row links to it
+    pts, _ = mlperf.mlperf_points(src, None, "https://mlcommons.org/r.csv")
+    assert pts["url"].tolist() == ["https://mlcommons.org/r.csv"] * 2
+
+
+def test_mlperf_refusals_name_file_field_line_and_problem(tmp_path):
+    s = tmp_path / "s.csv"
+    row = " in a Tokens/s row (line 3)"  # the second row, on CSV line 3
+    cases = [
+        ({"Result": "n/a"}, "Result: not a number ('n/a')"),
+        ({"Result": "0"}, "Result: must be > 0, got 0.0"),
+        ({"Result": "nan"}, "Result: non-finite value (NaN or infinite)"),
+        ({"total_accelerators": "1.5"}, "total_accelerators: not an integer (1.5)"),
+        ({"total_accelerators": "x"}, "total_accelerators: not a number ('x')"),
+    ]
+    for change, problem in cases:
+        _ml_csv(s, {}, change)
+        line = f"{s}: rows[1].{problem}{row}"
+        _refused_as(lambda: mlperf.mlperf_points(s, None, ML_URL), line)
+    _ml_csv(s, {"Units": "Samples/s"}, {"Units": ""}, {"Model": "other"}, {"Units": "Samples/s"})
+    pts, skipped = mlperf.mlperf_points(s, "other", ML_URL)
+    assert len(pts) == 1 and skipped == {"units": {"(empty)": 1, "Samples/s": 2}, "models": {}}
+    _ml_csv(s, {"Model": "a"}, {}, {"Model": "a"})
+    assert mlperf.mlperf_points(s, "deepseek-r1", ML_URL)[1]["models"] == {"a": 2}
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, "gone", ML_URL),
+        f"{s}: rows: no Tokens/s rows of model 'gone'",
+    )
+    _ml_csv(s, {"Units": "Samples/s"})
+    _refused_as(lambda: mlperf.mlperf_points(s, None, ML_URL), f"{s}: rows: no Tokens/s rows")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s),
+        f"{s}: --source-url: required: summary.csv rows carry no link",
+    )
+    header = (FIX / "mlperf-summary.csv").read_text().splitlines()[0]
+    s.write_text(header + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL), f"{s}: rows: no rows under the header"
+    )
+    s.write_text(header.replace("Location,", "").replace("Units,", "") + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: Location: missing column in the header",
+    )
+    s.write_text(header + '\n"a\nb",c\n')
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 3: field 'Organization' runs over several lines: a quote left open? "
+        "(no line breaks)",
+    )
+    s.write_text(header + '\n"a"b,c\n')
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 2: not valid CSV: ',' expected after '\"'",
+    )  # the line read when the reader failed (the row before it was named until 2026-12-07)
+    s.write_text('"a"b,c\n' + header + "\n")
+    _refused_as(
+        lambda: mlperf.mlperf_points(s, None, ML_URL),
+        f"{s}: line 1: not valid CSV: ',' expected after '\"'",
+    )
+
+
+def test_mlperf_read_points_records_the_model_and_the_skips(tmp_path):
+    src = _ml_csv(tmp_path / "s.csv", {}, {"Units": "Samples/s"})
+    opts = importers.Options(model="deepseek-r1", source_url=ML_URL)
+    pts, parameters = mlperf.read_points(src, opts)
+    assert len(pts) == 1
+    assert parameters == {
+        "model": "deepseek-r1",
+        "skipped": {"units": {"Samples/s": 1}, "models": {}},
+    }
+
+
+IX_ROW = {
+    "hardware": "gb300", "framework": "vllm", "model": "dsv4", "precision": "fp4", "conc": 8,
+    "isl": 1024, "osl": 256, "date": "2026-01-02", "run_url": "https://x.org/r/1",
+    "image": "vllm:1", "spec_method": "mtp", "config_key": "dsv4-fp4-gb300-vllm-mtp",
+    "disagg": True, "num_prefill_gpu": 4, "num_decode_gpu": 8,
+    "metrics": {
+        "tput_per_gpu": 100.0, "input_tput_per_gpu": 40.0, "output_tput_per_gpu": 60.0,
+        "mean_ttft": 0.5, "median_ttft": 0.25, "mean_tpot": 0.02, "median_tpot": 0.0125,
+        "mean_e2el": 4.0, "median_intvty": 50.0, "p90_intvty": 7.0,
+    },
+}  # fmt: skip
+
+
+def _ix(tmp_path: Path, *rows: dict, url: str | None = None) -> list[dict]:
+    src = tmp_path / "ix.json"
+    src.write_text(json.dumps(list(rows)))
+    pts = inferencex.inferencex_points(src, url)
+    return [{k: None if pd.isna(v) else v for k, v in r.items()} for r in pts.to_dict("records")]
+
+
+def test_inferencex_a_disaggregated_row_column_by_column(tmp_path):
+    (p,) = _ix(tmp_path, IX_ROW)
+    assert p == {
+        "point_id": "0000-gb300-vllm-dsv4-fp4-1024-256-c8", "source_row": 0,
+        "submitter": "SemiAnalysis InferenceX", "system": "gb300 vllm", "category": None,
+        "hardware": "gb300", "gpus": 12, "prefill_gpus": 4, "decode_gpus": 8,
+        "serving": "disaggregated", "model": "dsv4", "precision": "fp4", "engine": "vllm",
+        "engine_version": "vllm:1", "speculative": "mtp", "scenario": None, "isl": 1024,
+        "osl": 256, "concurrency": 8, "tok_s_total": None, "tok_s_per_gpu": 100.0,
+        "per_gpu_basis": "as published (metrics.tput_per_gpu: input + output tokens over the "
+        "prefill and decode GPUs; in a disaggregated row the split is per prefill and per decode "
+        "GPU)",
+        "tokens_counted": "input+output", "gpus_counted": "deployment",
+        "speculation_kind": "real", "workload": "fixed lengths", "latency_statistic": "median",
+        "input_tok_s_per_gpu": 40.0, "output_tok_s_per_gpu": 60.0, "tok_s_per_user": 50.0,
+        "ttft_mean_s": 0.5, "ttft_median_s": 0.25, "tpot_mean_s": 0.02, "tpot_median_s": 0.0125,
+        "e2el_mean_s": 4.0, "date": "2026-01-02", "url": "https://x.org/r/1", "notes": None,
+    }  # fmt: skip
+
+
+def test_inferencex_an_agentic_row_and_its_simulated_speculation(tmp_path):
+    metrics = {"tput_per_gpu": 10.0, "p90_intvty": 7.0, "median_intvty": None}
+    row = IX_ROW | {"benchmark_type": "agentic_traces", "isl": None, "osl": None, "conc": 16}
+    row |= {"spec_method": "dspark", "config_key": "k-dspark", "metrics": metrics}
+    row |= {"disagg": None, "num_prefill_gpu": 8, "num_decode_gpu": 8, "decode_tp": 8}
+    (p,) = _ix(tmp_path, row, IX_ROW | {"config_key": None, "spec_method": "none"})[:1]
+    assert (p["point_id"], p["isl"], p["osl"]) == (
+        "0000-gb300-vllm-dsv4-fp4-agentic-c16",
+        None,
+        None,
+    )
+    assert (p["speculative"], p["speculation_kind"]) == ("dspark", "simulated")
+    assert (p["latency_statistic"], p["tok_s_per_user"]) == ("p90", 7.0)
+    assert (p["gpus"], p["prefill_gpus"], p["decode_gpus"], p["serving"]) == (8, None, None, None)
+    assert (p["tokens_counted"], p["workload"]) == ("input incl. cached+output", "agentic trace")
+    assert p["per_gpu_basis"] == (
+        "as published (metrics.tput_per_gpu: every turn's whole prompt, re-read cached prefix "
+        "included, plus output, over all the run's GPUs; the input/output split also over all GPUs)"
+    )
+    assert p["notes"] == (
+        "AgentX: concurrency 16 is the number of simulated users (agent sessions); sub-agent "
+        "fan-out may keep more requests than users in flight (InferenceX AgentX recipes allow up "
+        "to twice the concurrency in running requests)"
+    )
+    # the same method in a single-turn row is real; no method at all is none
+    (_, q) = _ix(tmp_path, row, IX_ROW | {"spec_method": "none", "config_key": None})
+    assert (q["speculative"], q["speculation_kind"], q["latency_statistic"]) == (
+        None,
+        "none",
+        "median",
+    )
+    single = row | {"benchmark_type": "single_turn", "isl": 1, "osl": 2}
+    assert _ix(tmp_path, single)[0]["speculation_kind"] == "real"
+
+
+def test_inferencex_gpu_counts_of_each_serving(tmp_path):
+    def counts(**kw):
+        (p,) = _ix(tmp_path, IX_ROW | kw)
+        return p["gpus"], p["prefill_gpus"], p["decode_gpus"], p["serving"], p["notes"]
+
+    assert counts(num_decode_gpu=None) == (None, 4, None, "disaggregated", None)
+    assert counts(num_prefill_gpu=None) == (None, None, 8, "disaggregated", None)
+    agg = {"disagg": False, "num_prefill_gpu": 4, "num_decode_gpu": 4}
+    assert counts(**agg) == (4, None, None, "aggregated", None)
+    assert counts(**agg, decode_tp=4) == (4, None, None, "aggregated", None)
+    note = "recorded GPU counts (prefill 4, decode 4) disagree with an aggregated run of TP "
+    note += "8: total left empty"
+    assert counts(**agg, decode_tp=8) == (None, None, None, "aggregated", note)
+    note = "recorded GPU counts (prefill 4, decode 8) disagree with an aggregated run of TP "
+    note += "None: total left empty"
+    assert counts(**agg | {"num_decode_gpu": 8}) == (None, None, None, "aggregated", note)
+    none = {"disagg": False, "num_prefill_gpu": None, "num_decode_gpu": None}
+    assert counts(**none) == (None, None, None, "aggregated", None)
+    assert counts(**none | {"num_decode_gpu": 2})[4].startswith(
+        "recorded GPU counts (prefill None, decode 2)"
+    )
+    # two notes, joined; a row without any per-user rate has none
+    row = IX_ROW | {
+        "benchmark_type": "agentic_traces",
+        "isl": None,
+        "osl": None,
+        "spec_method": None,
+    }
+    row |= {
+        "config_key": None,
+        "disagg": False,
+        "num_decode_gpu": 8,
+        "metrics": {"tput_per_gpu": 1.0},
+    }
+    (p,) = _ix(tmp_path, row)
+    assert p["notes"].startswith("recorded GPU counts (prefill 4, decode 8) disagree")
+    assert "total left empty; AgentX: concurrency 8 is the number" in p["notes"]
+    assert (p["tok_s_per_user"], p["latency_statistic"]) == (None, "median")
+
+
+def test_inferencex_speculation_from_method_and_config_key():
+    spec = inferencex.inferencex_speculation
+    assert spec(None, None, "single_turn") == ("none", None)
+    assert spec("", "a-b", "single_turn") == ("none", None)
+    assert spec("MTP", None, "single_turn") == ("real", "mtp")
+    assert spec(None, "x-EAGLE-fp4", "single_turn") == ("real", "eagle")
+    assert spec("dspark", "k-dspark", "agentic_traces") == ("simulated", "dspark")
+    assert spec("mtp", "k-mtp", "agentic_traces") == ("real", "mtp")
+    assert spec(None, "k-mtpx", "single_turn") == ("none", None)  # whole parts of the key only
+    with pytest.raises(ValueError) as exc:
+        spec("eagle", "k-mtp", "single_turn")
+    assert str(exc.value) == "config key 'k-mtp' names mtp, spec_method eagle"
+    with pytest.raises(ValueError) as exc:
+        spec("eagle", "k-fp4", "single_turn")
+    assert str(exc.value) == "config key 'k-fp4' names no speculative method, spec_method is eagle"
+
+
+def test_inferencex_refusals_are_one_line_naming_row_and_field(tmp_path):
+    src = tmp_path / "ix.json"
+    cases = [
+        (IX_ROW | {"benchmark_type": "multi"},
+         "rows[0].benchmark_type: 'multi': expected single_turn or agentic_traces"),
+        (IX_ROW | {"disagg": 1}, "rows[0].disagg: must be true or false, got 1"),
+        (IX_ROW | {"run_url": None},
+         "rows[0].run_url: missing (and no --source-url to fall back on)"),
+        (IX_ROW | {"config_key": "k-fp4"},
+         "rows[0].spec_method: config key 'k-fp4' names no speculative method, spec_method is mtp"),
+        (IX_ROW | {"isl": None}, "rows[0].isl: missing"),
+        (IX_ROW | {"conc": 0}, "rows[0].conc: must be > 0, got 0"),
+        (IX_ROW | {"decode_tp": 1.5}, "rows[0].decode_tp: not an integer (1.5)"),
+        (IX_ROW | {"metrics": {"tput_per_gpu": 1.0, "median_intvty": -1}},
+         "rows[0].metrics.median_intvty: must be > 0, got -1"),
+        (IX_ROW | {"metrics": {"tput_per_gpu": 1.0, "mean_ttft": -1}},
+         "rows[0].metrics.mean_ttft: must be >= 0, got -1"),
+        (IX_ROW | {"metrics": [1]}, "rows[0].metrics: must be an object"),
+        (IX_ROW | {"spec_method": 5}, "rows[0].spec_method: must be a non-empty string, got 5"),
+        (IX_ROW | {"run_url": "ftp://x"}, "rows[0].run_url: 'ftp://x' is not an http(s) link"),
+        (IX_ROW | {"benchmark_type": "agentic_traces", "isl": 1.5},
+         "rows[0].isl: not an integer (1.5)"),
+    ]  # fmt: skip
+    for row, line in cases:
+        src.write_text(json.dumps([IX_ROW, row]))
+        with pytest.raises(InputError) as exc:
+            inferencex.inferencex_points(src)
+        assert str(exc.value) == f"{src}: {line.replace('rows[0]', 'rows[1]')}"
+    for top, line in (
+        ({"a": [IX_ROW], "b": 1}, None),
+        ({"a": [], "b": []}, "(top level): an object must hold exactly one list of rows, found 2"),
+        (3, "(top level): expected a list of rows, got int"),
+        ([], "rows: no rows"),
+        ([IX_ROW, "x"], "rows[1]: must be an object, got str"),
+    ):
+        src.write_text(json.dumps(top))
+        if line is None:
+            assert len(inferencex.inferencex_points(src)) == 1
+            continue
+        with pytest.raises(InputError) as exc:
+            inferencex.inferencex_points(src)
+        assert str(exc.value) == f"{src}: {line}"
+    # a row without run_url links to --source-url
+    src.write_text(json.dumps([IX_ROW | {"run_url": None}]))
+    pts, skipped = inferencex.read_points(src, importers.Options(source_url=IX_URL))
+    assert pts["url"].tolist() == [IX_URL] and skipped == {}
+
+
+def _cells(tmp_path: Path, *cells: str) -> Path:
+    src = tmp_path / "c.jsx"
+    src.write_text("export const benchmarks = [\n" + ",\n".join(cells) + "\n];\n")
+    return src
+
+
+SG_SPEED = "{ workload: WL, ttft_ms: 0, tpot_ms: 8, tokens_per_sec_per_gpu: 45 }"
+SG_CELL = (
+    '{ match: { hw: "h200", variant: "pro", quant: "bf16", strategy: "balanced", '
+    '"nodes": "multi" }, sglang_version: 5, speed: [SPEED] }'
+)
+
+
+def _sg_cell(wl="{ isl: 300, osl: 100, max_concurrency: 2, range_ratio: 1 }", **match) -> str:
+    cell = SG_CELL.replace("SPEED", SG_SPEED.replace("WL", wl))
+    for k, v in match.items():
+        old = re.search(rf'"?{k}"?: [^,}}]+', cell)[0]
+        cell = cell.replace(old, f"{k}: {v}")
+    return cell
+
+
+def test_cookbook_a_cell_column_by_column(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    stub = '{ match: { hw: "b200", variant: "flash", quant: "fp4" } }'
+    pts, skipped = sg.cookbook_points(_cells(tmp_path, _sg_cell(), stub), url)
+    assert skipped == {"stub_cells": 1}
+    (p,) = [{k: None if pd.isna(v) else v for k, v in r.items()} for r in pts.to_dict("records")]
+    assert p == {
+        "point_id": "h200/pro/bf16/balanced/c2", "source_row": 0, "submitter": "SGLang cookbook",
+        "system": "h200 balanced (multi)", "category": None, "hardware": "h200", "gpus": None,
+        "prefill_gpus": None, "decode_gpus": None, "serving": None, "model": "DeepSeek-V4-Pro",
+        "precision": "bf16", "engine": "sglang", "engine_version": "5",
+        "speculative": "EAGLE/MTP 1-1-2 (steps 1, topk 1, draft tokens 2)",
+        "scenario": "balanced", "isl": 300, "osl": 100, "concurrency": 2, "tok_s_total": None,
+        "tok_s_per_gpu": 45.0,
+        "per_gpu_basis": "as published: total tok/s/GPU, measured as a total",
+        "tokens_counted": "input+output", "gpus_counted": "deployment",
+        "speculation_kind": "real", "workload": "fixed lengths", "latency_statistic": "mean",
+        "input_tok_s_per_gpu": None, "output_tok_s_per_gpu": None, "tok_s_per_user": 125.0,
+        "ttft_mean_s": 0.0, "ttft_median_s": None, "tpot_mean_s": 0.008, "tpot_median_s": None,
+        "e2el_mean_s": None, "date": None, "url": url,
+        "notes": "nodes: multi; GPU count and speculative method from the cookbook's "
+        f"deepseek-v4.jsx ({sg.COOKBOOK_CONFIG_URL}); latencies are means (latencyPercentile Mean)",
+    }  # fmt: skip
+
+
+def test_cookbook_gpus_speculation_workload_and_derived_output(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    def point(**kw):
+        pts, _ = sg.cookbook_points(_cells(tmp_path, _sg_cell(**kw)), "https://a.org/x")
+        return {k: None if pd.isna(v) else v for k, v in pts.iloc[0].to_dict().items()}
+
+    flash = {"variant": '"flash"', "nodes": '"single"'}
+    for hw in ("b200", "b300", "gb200", "gb300"):
+        assert point(hw=f'"{hw}"', **flash)["gpus"] == 4
+    assert point(hw='"h200"', **flash)["gpus"] is None
+    assert point(hw='"b300"', variant='"flash"', nodes='"multi"')["gpus"] is None
+    assert point(hw='"b300"', variant='"pro"', nodes='"single"')["gpus"] is None
+    p = point(strategy='"low-latency"', quant='"fp8"', nodes="null")
+    assert (p["speculation_kind"], p["speculative"]) == (
+        "real",
+        "EAGLE/MTP 3-1-4 (steps 3, topk 1, draft tokens 4)",
+    )
+    assert p["system"] == "h200 low-latency (nodes not stated)"
+    assert p["output_tok_s_per_gpu"] == 45 * 100 / 400 and p["per_gpu_basis"] == (
+        "as published: total tok/s/GPU, derived by the cookbook from measured output/GPU x "
+        "(isl+osl)/osl"
+    )
+    assert point(quant='"fp4"')["output_tok_s_per_gpu"] == 11.25
+    p = point(strategy='"high-throughput"')
+    assert (p["speculation_kind"], p["speculative"]) == ("none", None)
+    p = point(strategy="null")
+    assert (p["speculation_kind"], p["speculative"], p["scenario"]) == ("real or none", None, None)
+    assert p["point_id"] == "h200/pro/bf16/None/c2" and p["system"] == "h200 - (multi)"
+    wl = {
+        "{ isl: 3, osl: 1, max_concurrency: 2 }": "random lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: 0.999 }": "random lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, random_range_ratio: 1 }": "fixed lengths",
+        "{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: 1.5, random_range_ratio: 0 }":
+            "fixed lengths",
+        '{ dataset: "sharegpt", isl: 3, osl: 1, max_concurrency: 2, range_ratio: -1 }':
+            "benchmark dataset",
+    }  # fmt: skip
+    for text, workload in wl.items():
+        assert point(wl=text)["workload"] == workload, text
+    assert sg.SGLANG_RANDOM_RANGE_RATIO == 0.0
+
+
+def test_cookbook_refusals_name_cell_entry_and_field(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    cases = [
+        (_sg_cell(wl="{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: -0.5 }"),
+         "benchmarks[1].speed[0].workload.range_ratio: must be >= 0, got -0.5"),
+        (_sg_cell(wl="{ isl: 3, osl: 1, max_concurrency: 2, range_ratio: \"x\" }"),
+         "benchmarks[1].speed[0].workload.range_ratio: not a number ('x')"),
+        (_sg_cell(wl="{ isl: 0, osl: 1, max_concurrency: 2 }"),
+         "benchmarks[1].speed[0].workload.isl: must be > 0, got 0"),
+        (_sg_cell(wl="3"), "benchmarks[1].speed[0].workload: must be an object"),
+        (_sg_cell().replace("speed: [", "speed: [3, "),
+         "benchmarks[1].speed[0]: must be an object"),
+        (_sg_cell().replace("speed: [", "speed: 3, x: ["), "benchmarks[1].speed: must be a list"),
+        (_sg_cell().replace("ttft_ms: 0", "ttft_ms: -1"),
+         "benchmarks[1].speed[0].ttft_ms: must be >= 0, got -1"),
+        (_sg_cell().replace("tokens_per_sec_per_gpu: 45", "tokens_per_sec_per_gpu: 0"),
+         "benchmarks[1].speed[0].tokens_per_sec_per_gpu: must be > 0, got 0"),
+        (_sg_cell(nodes="3"), "benchmarks[1].match.nodes: must be a non-empty string, got 3"),
+        ("3", "benchmarks[1]: must be an object"),
+        ("{ speed: [] }", "benchmarks[1].match: missing"),
+    ]  # fmt: skip
+    for cell, line in cases:
+        src = _cells(tmp_path, _sg_cell(), cell)
+        with pytest.raises(InputError) as exc:
+            sg.cookbook_points(src, url)
+        assert str(exc.value) == f"{src}: {line}"
+    src = _cells(tmp_path, '{ match: { hw: "a", variant: "b", quant: "c" } }')
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == f"{src}: benchmarks: no cell with speed numbers"
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src)
+    assert str(exc.value) == f"{src}: --source-url: required: the cookbook cells carry no link"
+    src.write_text("export const benchmarks = {};\n")
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == f"{src}: benchmarks: must be a list, got dict"
+    src = _cells(tmp_path, _sg_cell(), '{ match: { hw: "a", variant: "b", quant: "c" } }')
+    pts, parameters = sg.read_points(src, importers.Options(source_url=url))
+    assert len(pts) == 1 and parameters == {"skipped": {"stub_cells": 1}}
+
+
+def test_cookbook_stubs_counted_around_cells_and_the_file_checks(tmp_path):
+    from rackbook.core.importers import sglang_cookbook as sg
+
+    url = "https://a.org/x"
+    stub = '{ match: { hw: "b200", variant: "flash", quant: "fp4" } }'
+    no_version = _sg_cell().replace("sglang_version: 5, ", "")
+    pts, skipped = sg.cookbook_points(_cells(tmp_path, stub, no_version, stub, _sg_cell()), url)
+    assert skipped == {"stub_cells": 2} and pts["source_row"].tolist() == [1, 3]
+    assert pts["engine_version"].isna().tolist() == [True, False]
+    src = tmp_path / "c.jsx"
+    src.write_text("export const benchmarks = [\n  { match: { hw: 1 }\n  { x: 2 } ];\n")
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value).startswith(f"{src}: line 3")
+    with src.open("wb") as fh:  # one byte over the 16 MB the cookbook file may hold
+        fh.truncate(16_000_001)
+    with pytest.raises(InputError) as exc:
+        sg.cookbook_points(src, url)
+    assert str(exc.value) == (
+        f"{src}: -: 16.0 MB is over the input size limit 16 MB (see --max-input-mb)"
+    )

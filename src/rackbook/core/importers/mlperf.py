@@ -110,7 +110,7 @@ def mlperf_points(
             else:
                 out.append(_row(path, i, row, reader.line_num, source_url))
     except csv.Error as exc:
-        raise InputError(path, f"line {reader.line_num or 1}", f"not valid CSV: {exc}") from None
+        raise InputError(path, f"line {reader.reader.line_num}", f"not valid CSV: {exc}") from None
     if i < 0:
         raise InputError(path, "rows", "no rows under the header")
     if not out:
