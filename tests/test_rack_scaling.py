@@ -1056,3 +1056,63 @@ def test_throughput_physics_when_no_cached_share_reaches_the_claim():
     assert p.on_bases[1] == {
         "name": "the rack's total", "verdict": "impossible", "tok_s_per_gpu": 4e10 / 72
     }  # fmt: skip
+
+
+def test_the_speedup_of_a_trace_without_its_reference_or_with_one_configuration(tmp_path):
+    """Without the named reference the smallest configuration stands in for the figures (and
+    the reading says so); one configuration alone has no speedup: both untested, by reason."""
+    an = rack_scaling.analyse(_rack_trace(tmp_path), rack_scaling.Params(reference_config="one"))
+    assert an.scaling["config"].tolist() == ["1x", "18x"]
+    assert an.scaling["speedup"].tolist() == pytest.approx([1.0, 8.0])
+    r = rack_scaling.outcome(an).reading("rack-scaling.speedup", "this run")
+    assert (r.verdict, r.margin, r.reason) == (
+        "untested",
+        "-",
+        "no point with config 'one' (the single-node reference): record one; 1x stands in for "
+        "the figures",
+    )
+    one = _trace(
+        tmp_path,
+        [("p18", {"config": "18x", "num_gpus": "72"}, _result([350] * 2, [10] * 2, [0.1] * 2,
+                                                               [0.5] * 2, duration=1.0))],
+    )  # fmt: skip
+    one.run["hardware"] = {"gpus": [{"name": "NVIDIA GB300"}]}
+    one.run |= {"kind": "recorded", "parameters": {"model": "deepseek-ai/DeepSeek-V4.1-Flash"}}
+    an = rack_scaling.analyse(one)
+    assert an.scaling["config"].tolist() == ["18x"] and an.testable
+    r = rack_scaling.outcome(an).reading("rack-scaling.speedup", "this run")
+    assert (r.verdict, r.reason) == (
+        "untested",
+        "one configuration only: no speedup; record the single-node reference and the rack",
+    )
+    v = an.values()
+    assert (v["scaling_change"], v["speedup"], v["efficiency_pct"]) == (
+        "stayed at 1.00x",
+        "1.00",
+        "100.0",
+    )
+    assert v["ref_units"] == v["top_units"] == v["nx_units"] == "72 GPUs"
+
+
+@pytest.mark.parametrize(
+    "speedup,change",
+    [
+        (1.0051, "grew to 1.01x"),
+        (1.005, "stayed at 1.00x"),  # the band's ends are "stayed"
+        (0.995, "stayed at 0.99x"),
+        (0.9949, "shrank to 0.99x"),
+        (float("nan"), "is unknown"),
+    ],
+)
+def test_the_scaling_change_words_at_the_half_percent_band(tmp_path, speedup, change):
+    an = rack_scaling.analyse(_rack_trace(tmp_path))
+    an.top = an.top.copy()
+    an.top["speedup"] = speedup
+    assert an.values()["scaling_change"] == change
+
+
+def test_gpus_per_replica_above_one_counts_gpus_on_a_cpu_trace(tmp_path):
+    """A trace without GPU names reads per replica unless a replica is several GPUs."""
+    t = _rack_trace(tmp_path, gpus=())
+    assert rack_scaling.analyse(t).unit == "replica"
+    assert rack_scaling.analyse(t, rack_scaling.Params(gpus_per_replica=2)).unit == "GPU"
