@@ -1116,3 +1116,89 @@ def test_gpus_per_replica_above_one_counts_gpus_on_a_cpu_trace(tmp_path):
     t = _rack_trace(tmp_path, gpus=())
     assert rack_scaling.analyse(t).unit == "replica"
     assert rack_scaling.analyse(t, rack_scaling.Params(gpus_per_replica=2)).unit == "GPU"
+
+
+def test_scaling_peaks_reference_first_and_unknown_ratios():
+    """Each configuration at its peak (a configuration whose metric is all NaN keeps its first
+    point); the reference first, then by GPUs (ties in the table's order); a speedup needs
+    both throughputs finite and above zero."""
+    acc = pd.DataFrame(
+        {"config": ["8x", "1x", "2x", "2y", "2y"], "point_id": list("abcde"),
+         "num_gpus": [8, 1, 2, 2, 2], "replicas": [8, 1, 2, 2, 2]}
+    ).assign(total_tok_s=[800.0, 0.0, np.nan, 100.0, 300.0])  # fmt: skip
+    s = rack_scaling.scaling_vs_reference(acc, "8x")
+    assert s["config"].tolist() == ["8x", "1x", "2x", "2y"]
+    assert s["point_id"].tolist() == ["a", "b", "c", "e"]
+    assert s["gpu_ratio"].tolist() == [1.0, 0.125, 0.25, 0.25]
+    assert s["linear_tok_s"].tolist() == [800.0, 100.0, 200.0, 200.0]
+    assert s["speedup"].tolist()[::3] == [1.0, 0.375] and s["efficiency"].iloc[3] == 1.5
+    assert s[["speedup", "efficiency"]].iloc[1:3].isna().all().all()  # 0 and NaN tok/s
+    assert str(s["replicas"].dtype) == "Int64" and s["replicas"].tolist() == [8, 1, 2, 2]
+    zero = rack_scaling.scaling_vs_reference(acc, "1x")  # a reference of 0 tok/s
+    assert zero["config"].tolist() == ["1x", "2x", "2y", "8x"]
+    assert zero["linear_tok_s"].tolist() == [0.0] * 4 and zero["speedup"].isna().all()
+
+
+def test_cached_count_from_the_servers_where_a_request_lacks_it(tmp_path):
+    """One request without cached_prompt_tokens: the requests cannot say, so the servers'
+    hit rate does (10 / 100 of 300 input tokens = 30 cached); the GPU count from ``gpus``
+    where the point has none, and no replicas where no server served the point."""
+    sm = _sm(
+        [("p", "a", ph, f"vllm:prefix_cache_{m}", "", v)
+         for m, before, after in (("hits", 0.0, 10.0), ("queries", 0.0, 100.0))
+         for ph, v in (("before", before), ("after", after))]
+    )  # fmt: skip
+    t = _trace(tmp_path, [("p", {}, _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]))], sm)
+    t.requests["cached_prompt_tokens"] = pd.array([60, None], dtype="Int64")
+    row = rack_scaling.token_accounting(t, gpus=2).iloc[0]
+    assert (row["cached_source"], row["cached_input_tokens"]) == ("server_metrics", 30.0)
+    assert row["new_input_tokens"] == 270.0 and row["computed_tok_s"] == 150.0  # 300 / 2 s
+    assert row["computed_tok_s_per_gpu"] == 75.0 and row["num_gpus"] == 2
+    assert row["replicas"] == 1  # server "a"
+    t.extra["server_metrics"] = sm.assign(point_id="other")
+    row = rack_scaling.token_accounting(t, gpus=2).iloc[0]
+    assert pd.isna(row["replicas"]) and row["cached_source"] == "unknown"
+    assert row["note"].startswith("cached input unknown: no prefix-cache counters")
+    g = rack_scaling.with_gpu_counts(t)  # no replicas anywhere: one, of one GPU
+    assert g.points["replicas"].tolist() == g.points["num_gpus"].tolist() == [1]
+    assert rack_scaling.token_accounting(t).attrs == {"formula": rack_scaling.TOKENS_FORMULA}
+
+
+def test_speedup_physics_of_mixed_node_verdicts_and_the_implied_node():
+    """Node sizes that disagree read undetermined (the share each needs, the largest first in
+    the margin); both possible with nothing cached read possible. The implied node is the
+    smallest: 954,000 / 7.9 / 4 = 30,190 tok/s per GPU against what measured kernels reach."""
+    an = analyse_shipped("rack-scaling")
+    assert list(an.speedups.columns) == [
+        "system", "name", "gpu", "gpus_per_node", "nodes", "speedup", "efficiency",
+        "node_tok_s_per_gpu", "ceiling_tok_s_per_gpu", "ratio", "verdict", "formula",
+        "stated_node_tok_s_per_gpu", "stated_min_cached_share", "stated_verdict",
+        "stated_formula",
+    ]  # fmt: skip
+    assert an.speedups.attrs == {"workload": (100_000, 1_000)}
+    assert list(an.ceilings.columns) == ["ceiling", "phase", "tok_s_per_gpu", "formula", "latex"]
+    s = an.speedups.copy()
+    s.attrs = an.speedups.attrs
+    s.loc[1, ["stated_verdict", "stated_min_cached_share"]] = ["possible", 0.0]
+    r = rack_scaling.speedup_physics(s)
+    assert (r.verdict, r.margin) == ("undetermined", "per GPU as stated: fits at >= 85.7 % cached")
+    assert (
+        "nodes of 8 B300: 87.8 % scaling efficiency, the node at 1,086,835 counted tok/s per "
+        "GPU, which fits once at least 0 % of its input tokens are cache hits;" in r.reason
+    )
+    s.loc[0, ["stated_verdict", "stated_min_cached_share"]] = ["possible", 0.0]
+    r = rack_scaling.speedup_physics(s)
+    assert (r.verdict, r.margin) == ("possible", "per GPU as stated: fits with nothing cached")
+    a = rack_scaling.speedup_attainable(an.speedups, an.model)
+    assert a["brief"] == "the implied 4-GPU node is 0.27x what measured kernels reach"
+    assert a["text"].startswith(
+        "a 4-GPU node, the rack's total / speedup: 30,190 output tok/s per GPU is 0.27x what "
+        "measured kernels reach for this workload (111,216) (attention data-parallel + experts "
+        "expert-parallel on 4 GPUs"
+    )
+    assert a["ratio"] == pytest.approx(954_000 / 7.9 / 4 / a["tok_s_per_gpu"])
+    cost = rack_scaling.cost_physics(an.cost, 10.0).reason
+    assert cost.startswith(
+        "$10 per GPU-hour is a price (14.7x the catalog's reference price, a cost model's "
+        "rate; read as one 4-GPU instance-hour, $2.50 per GPU-hour), and no ceiling"
+    )
