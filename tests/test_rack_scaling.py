@@ -856,6 +856,14 @@ def test_the_shipped_traces_flips_and_readings_in_full():
     assert a["text"].startswith("per GPU as stated, 64 % of the input cached at ISL 100,000 / ")
     assert "; as the rack's total: 13,250 output tok/s per GPU is 0.13x" in a["text"]
     assert a["rack_total"]["text"].startswith("as the rack's total: 13,250 output tok/s per GPU")
+    # tests/golden/headline/rack-scaling.json: what measured kernels reach for each reading
+    assert (a["tok_s_per_gpu"], a["ratio"]) == pytest.approx(
+        (359_660.0048383671, 2.652505108063745)
+    )
+    assert a["ratio"] == pytest.approx(954_000 / a["tok_s_per_gpu"])
+    assert (a["rack_total"]["tok_s_per_gpu"], a["rack_total"]["ratio"]) == pytest.approx(
+        (100_394.08552791807, 0.13197988636806077)
+    )
     sp = out.reading("rack-scaling.speedup", "physics")
     assert (sp.verdict, sp.margin) == (
         "undetermined",
