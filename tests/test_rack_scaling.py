@@ -1210,3 +1210,15 @@ def test_speedup_physics_of_mixed_node_verdicts_and_the_implied_node():
         "$10 per GPU-hour is a price (14.7x the catalog's reference price, a cost model's "
         "rate; read as one 4-GPU instance-hour, $2.50 per GPU-hour), and no ceiling"
     )
+
+
+def test_failed_requests_count_no_tokens(tmp_path):
+    """Of 100 + 10 and 200 + 20 tokens, the second request failed: 110 tokens over 2 s."""
+    data = _result([100, 200], [10, 20], [0.1, 0.2], [1.0, 2.0]) | {"errors": ["", "boom"]}
+    t = _trace(tmp_path, [("p", {"num_gpus": "1"}, data)])
+    t.requests["cached_prompt_tokens"] = pd.array([40, 100], dtype="Int64")
+    row = rack_scaling.token_accounting(t).iloc[0]
+    assert (row["requests"], row["input_tokens"], row["output_tokens"]) == (1, 100, 10)
+    assert (row["cached_input_tokens"], row["total_tok_s"], row["computed_tok_s"]) == (
+        40.0, 55.0, 35.0,
+    )  # fmt: skip
