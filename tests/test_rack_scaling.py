@@ -424,6 +424,10 @@ def test_every_run_reading(tmp_path, gpus, top_gpus, cached, values, metric, ver
     if metric == "computed":
         assert h["measured_speedup"].value is None and "unknown in this trace" in sp
         assert "unknown in this trace" in cost
+    if cached is not None:  # the requests state their cached tokens: the reason says so
+        assert h["measured_cached_input_tok_s"].reason == (
+            "cached count from the requests' cached_prompt_tokens"
+        )
 
 
 STATED = "per GPU as stated: "
