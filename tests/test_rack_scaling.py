@@ -1226,3 +1226,13 @@ def test_failed_requests_count_no_tokens(tmp_path):
     assert (row["cached_input_tokens"], row["total_tok_s"], row["computed_tok_s"]) == (
         40.0, 55.0, 35.0,
     )  # fmt: skip
+
+
+def test_flips_where_no_cached_share_fits():
+    """30,000,000 tok/s per GPU overflows the output tokens' decode at any cached share, and
+    so does each node's 30e6 x 72 / 0.5 / 4 (or / 8) counted tok/s per GPU: the flips say no
+    share fits instead of naming one to reach."""
+    _, out = _physics({"throughput": 30_000_000, "speedup": 0.5})
+    tp, sp = out.flips[:2]
+    assert "1,000, assumed): no cached share fits; as computed tokens possible up to" in tp
+    assert "assumed): no cached share fits 4-GPU GB300 nodes; no cached share fits 8-GPU " in sp
