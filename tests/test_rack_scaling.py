@@ -1236,3 +1236,10 @@ def test_flips_where_no_cached_share_fits():
     tp, sp = out.flips[:2]
     assert "1,000, assumed): no cached share fits; as computed tokens possible up to" in tp
     assert "assumed): no cached share fits 4-GPU GB300 nodes; no cached share fits 8-GPU " in sp
+
+
+def test_the_run_flips_round_the_tolerance_to_a_whole_percent():
+    """A tolerance of 12.5 % reads "12 %" in the flips (whole percents, 12.5 rounds to even)."""
+    _, out = _physics(rel_tol=0.125)
+    assert "DeepSeek-V4.1-Flash, with a one-node reference, within 12 % of 954,000" in out.flips[4]
+    assert out.flips[5].endswith("(needs the cached count) within 12 % of USD 38.96")
