@@ -1065,6 +1065,13 @@ def test_throughput_physics_when_no_cached_share_reaches_the_claim():
     assert (p.verdict, p.margin) == ("impossible", "per GPU as stated: 165,403x the decode ceiling")
     assert "counting cache hits, no cached share reaches it (1.2x the most any allows)" in p.reason
     assert p.workload is None
+    # no share to read the figure at: what measured kernels reach for the rack's total alone
+    from rackbook.inputs import catalogs
+
+    model, gpu = catalogs.as_model("deepseek-v4.1-flash"), catalogs.as_gpu("gb300")
+    a = rack_scaling.throughput_attainable(r, model, gpu, 72)
+    assert a["text"].startswith("as the rack's total: 555,555,556 output tok/s per GPU needs ")
+    assert a["rack_total"] == {k: v for k, v in a.items() if k != "rack_total"}
     assert p.on_bases[1] == {
         "name": "the rack's total", "verdict": "impossible", "tok_s_per_gpu": 4e10 / 72
     }  # fmt: skip
