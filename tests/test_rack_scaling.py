@@ -857,7 +857,11 @@ def test_the_shipped_traces_flips_and_readings_in_full():
     assert a["brief"] == (
         "as stated at 64 % cached, 2.7x what measured kernels reach; as the rack's total, 0.13x"
     )
-    assert a["text"].startswith("per GPU as stated, 64 % of the input cached at ISL 100,000 / ")
+    assert a["text"].startswith(
+        "per GPU as stated, 64 % of the input cached at ISL 100,000 / OSL 1,000: 954,000 total "
+        "tok/s per GPU needs kernels at 265 % of the dense-GEMM throughput measured: 2.65x what "
+        "they reach for this workload (359,660)"
+    )
     assert "; as the rack's total: 13,250 output tok/s per GPU is 0.13x" in a["text"]
     assert a["rack_total"]["text"].startswith("as the rack's total: 13,250 output tok/s per GPU")
     # tests/golden/headline/rack-scaling.json: what measured kernels reach for each reading
