@@ -1212,6 +1212,9 @@ def test_speedup_physics_of_mixed_node_verdicts_and_the_implied_node():
     s.loc[0, ["stated_verdict", "stated_min_cached_share"]] = ["possible", 0.0]
     r = rack_scaling.speedup_physics(s)
     assert (r.verdict, r.margin) == ("possible", "per GPU as stated: fits with nothing cached")
+    s.loc[1, ["stated_verdict", "stated_min_cached_share"]] = ["impossible", np.nan]
+    r = rack_scaling.speedup_physics(s)  # one node size that no share fits: none named
+    assert (r.verdict, r.margin) == ("undetermined", "per GPU as stated: no cached share fits")
     a = rack_scaling.speedup_attainable(an.speedups, an.model)
     assert a["brief"] == "the implied 4-GPU node is 0.27x what measured kernels reach"
     assert a["text"].startswith(
@@ -1247,6 +1250,12 @@ def test_flips_where_no_cached_share_fits():
     tp, sp = out.flips[:2]
     assert "1,000, assumed): no cached share fits; as computed tokens possible up to" in tp
     assert "assumed): no cached share fits 4-GPU GB300 nodes; no cached share fits 8-GPU " in sp
+    r = out.reading("rack-scaling.speedup", "physics")
+    # 30e6 x 72 / 0.5 / 4 = 1.08e9 counted tok/s per tray GPU, 0.5 / 18 = 2.8 % efficiency
+    assert (
+        "nodes of 4 GB300: 2.8 % scaling efficiency, the node at 1,080,000,000 counted " in r.reason
+    )
+    assert r.reason.count("per GPU, which no cached share fits;") == 2
 
 
 def test_the_run_flips_round_the_tolerance_to_a_whole_percent():
@@ -1254,3 +1263,11 @@ def test_the_run_flips_round_the_tolerance_to_a_whole_percent():
     _, out = _physics(rel_tol=0.125)
     assert "DeepSeek-V4.1-Flash, with a one-node reference, within 12 % of 954,000" in out.flips[4]
     assert out.flips[5].endswith("(needs the cached count) within 12 % of USD 38.96")
+
+
+def test_a_named_reference_that_is_not_the_smallest_configuration(tmp_path):
+    """Reference 18x (72 GPUs, 720 tok/s): 1x reads 90 / 720 = 0.125x on 4 / 72 of the GPUs."""
+    an = rack_scaling.analyse(_rack_trace(tmp_path), rack_scaling.Params(reference_config="18x"))
+    assert an.scaling["config"].tolist() == ["18x", "1x"]
+    assert an.scaling["speedup"].tolist() == pytest.approx([1.0, 0.125])
+    assert an.scaling["efficiency"].tolist() == pytest.approx([1.0, 0.125 * 18])
