@@ -106,3 +106,16 @@ def test_unknown_metric_reference_or_gpus_and_nan_throughput(tmp_path):
     # cached tokens unknown: the computed throughput and its ratios are NaN
     sc = rack_scaling.scaling_vs_reference(acc, "1x", "computed")
     assert math.isnan(sc.iloc[1]["speedup"]) and math.isnan(sc.iloc[1]["efficiency"])
+
+
+def test_scaling_refusals_name_the_field_and_the_problem_in_full(tmp_path):
+    t = _trace(
+        tmp_path, [("r1", "1x", 1, None, 2, 10, 5, 1.0), ("r2", "2x", 2, None, 2, 10, 5, 1.0)]
+    )
+    acc = rack_scaling.token_accounting(rack_scaling.with_gpu_counts(t, 1))
+    with pytest.raises(InputError) as e:
+        rack_scaling.scaling_vs_reference(acc, "one")
+    assert str(e.value) == "-: reference_config: no point with config 'one'; known: 1x, 2x"
+    with pytest.raises(InputError) as e:
+        rack_scaling.scaling_vs_reference(rack_scaling.token_accounting(t), "1x")
+    assert str(e.value) == ("-: num_gpus: unknown for some point: fill it with with_gpu_counts")
