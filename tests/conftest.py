@@ -81,6 +81,12 @@ def executed(tmp_path_factory) -> Path:
 _SHIPPED: dict[str, tuple[Any, Any]] = {}
 
 
+def headline_rows(headlines: Any) -> list[tuple[Any, ...]]:
+    """Each headline as (name, value, unit, kind, verdict, claim id): a chapter's headlines
+    compared in full as one list."""
+    return [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in headlines]
+
+
 def analyse_shipped(result: str) -> Any:
     """The analysis of ``result`` on its shipped trace with its notebook's default parameters,
     computed afresh at each call (what a mutation run needs: a kept copy would hide a mutant)."""

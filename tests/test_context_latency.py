@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, synthetic_run
+from conftest import analyse_shipped, headline_rows, synthetic_run
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -479,7 +479,7 @@ def test_the_shipped_traces_headlines_in_full():
     """Name, value, unit, kind, verdict and claim of every headline (the golden file's values),
     with every definition and reason word for word."""
     out = context_latency.outcome(analyse_shipped("context-latency"))
-    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    got = headline_rows(out.headlines)
     nc = "not comparable"
     assert got == [
         ("decode_delta", 0.3305, "ms", "measured", "untested", DELTA_ID),

@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, synthetic_trace
+from conftest import analyse_shipped, headline_rows, synthetic_trace
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.inputs.claims import load_claims, parse_claims
@@ -216,7 +216,7 @@ def test_the_shipped_traces_values_in_full():
 
 def test_the_shipped_traces_headlines_and_flips_in_full():
     out = decode_parity.outcome(analyse_shipped("decode-parity"))
-    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    got = headline_rows(out.headlines)
     claim, nc = "decode-parity.gap", "not comparable"
     ceilings = [
         (f"ceiling_batch_{b}", 241_834, "tok/s/GPU", "modelled", nc, None)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped
+from conftest import analyse_shipped, headline_rows
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -528,7 +528,7 @@ def test_the_shipped_traces_headlines_in_full():
     """Each headline's name, value, unit, kind, verdict, claim and definition on the shipped
     trace (the values are the golden file's)."""
     hs = prefill_gain.outcome(analyse_shipped("prefill-gain")).headlines
-    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in hs]
+    got = headline_rows(hs)
     claim = "prefill-gain.gain"
     assert got == [
         ("gain", 55.06, "%", "measured", "untested", claim),

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, synthetic_trace
+from conftest import analyse_shipped, headline_rows, synthetic_trace
 
 from rackbook import paths
 from rackbook.core import server_metrics
@@ -698,7 +698,7 @@ def test_the_shipped_traces_headlines_in_full():
     out = rack_scaling.outcome(analyse_shipped("rack-scaling"))
     tp, sp, cost = (f"rack-scaling.{c}" for c in ("throughput", "speedup", "cost"))
     nc, x = "not comparable", "x ceiling"
-    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    got = headline_rows(out.headlines)
     assert got == [
         ("measured_total_tok_s_per_gpu", 5445.19, "tok/s/replica", "measured", "untested", tp),
         ("measured_output_tok_s", 1209.97, "tok/s", "measured", nc, None),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import analyse_shipped
+from conftest import analyse_shipped, headline_rows
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -489,7 +489,7 @@ def test_the_shipped_traces_values_in_full():
 
 def test_the_shipped_traces_headlines_and_flips_in_full():
     out = single_user.outcome(analyse_shipped("single-user"))
-    got = [(h.name, h.value, h.unit, h.kind, h.verdict, h.claim_id) for h in out.headlines]
+    got = headline_rows(out.headlines)
     claim, nc, share = "single-user.throughput", "not comparable", "% of ceiling"
     assert got == [
         ("stream_tok_s", 180.16, "tok/s", "measured", "untested", claim),
