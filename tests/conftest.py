@@ -81,6 +81,20 @@ def executed(tmp_path_factory) -> Path:
 _SHIPPED: dict[str, tuple[Any, Any]] = {}
 
 
+def edited_registry(edits: dict[str, Any], name: str = "edited") -> Any:
+    """A copy of the claims registry (``data/claims.yaml``), read as from file ``name``, with
+    ``edits[claim_id](claim)`` applied in place to each named claim's fields."""
+    import copy
+
+    from rackbook.inputs.claims import load_claims, parse_claims
+
+    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
+    for c in raw["claims"]:
+        if c["id"] in edits:
+            edits[c["id"]](c)
+    return parse_claims(raw, name)
+
+
 def headline_rows(headlines: Any) -> list[tuple[Any, ...]]:
     """Each headline as (name, value, unit, kind, verdict, claim id): a chapter's headlines
     compared in full as one list."""

@@ -11,13 +11,12 @@ import math
 
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, headline_rows, synthetic_run
+from conftest import analyse_shipped, edited_registry, headline_rows, synthetic_run
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import concat, read_trace, validate
 from rackbook.errors import InputError
-from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.physics import roofline
 from rackbook.results import context_latency
 from rackbook.results.context_latency import DELTA_ID, DELTA_PCT_ID, KV_BYTES_ID, Params
@@ -196,15 +195,6 @@ def _shipped():
     return read_trace(paths.TRACES / "context-latency")
 
 
-def _edited(claim_id, edit):
-    """A copy of the claims registry with ``edit(claim_dict)`` applied to one claim."""
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        if c["id"] == claim_id:
-            edit(c)
-    return parse_claims(raw, "edited")
-
-
 def _texts(out):
     """Every headline's definition and reason, every reading's reason and every flip."""
     return " | ".join(
@@ -316,7 +306,7 @@ def test_every_physics_reading_of_the_delta(params, verdict, why):
     ids=["fp4", "fp8", "registry-900"],
 )
 def test_every_physics_reading_of_the_bytes(params, registry, verdict, why):
-    reg = _edited(KV_BYTES_ID, lambda c: c.update(value=registry)) if registry else None
+    reg = edited_registry({KV_BYTES_ID: lambda c: c.update(value=registry)}) if registry else None
     out = context_latency.outcome(context_latency.analyse(_shipped(), Params(**params), reg))
     r = out.reading(KV_BYTES_ID, "physics")
     assert r.verdict == verdict and why in r.reason
@@ -338,7 +328,7 @@ def test_every_physics_reading_of_the_bytes(params, registry, verdict, why):
     ids=["published", "near-the-floor", "below-the-floor"],
 )
 def test_every_physics_reading_of_the_percent(pct, verdict, implied):
-    reg = _edited(DELTA_PCT_ID, lambda c: c.update(value=pct))
+    reg = edited_registry({DELTA_PCT_ID: lambda c: c.update(value=pct)})
     out = context_latency.outcome(context_latency.analyse(_shipped(), registry=reg))
     r = out.reading(DELTA_PCT_ID, "physics")
     assert (r.verdict, r.margin) == (verdict, implied)
@@ -392,7 +382,7 @@ def test_the_delta_comes_from_the_registry():
     """Change the published delta 0.6 -> 0.9 ms in a copy of the registry: the growth reading,
     the implied latency and the flips follow, and 0.6 ms is gone."""
     before = context_latency.outcome(context_latency.analyse(_shipped()))
-    reg = _edited(DELTA_ID, lambda c: c.update(value=0.9))
+    reg = edited_registry({DELTA_ID: lambda c: c.update(value=0.9)})
     an = context_latency.analyse(_shipped(), registry=reg)
     out = context_latency.outcome(an)
     r = out.reading(DELTA_ID, "physics")
@@ -411,7 +401,7 @@ def test_the_context_pair_comes_from_the_registry():
     def span(c):
         c["scope"]["context_tokens"] = {"low": 64_000, "high": 512_000}
 
-    an = context_latency.analyse(_shipped(), registry=_edited(DELTA_ID, span))
+    an = context_latency.analyse(_shipped(), registry=edited_registry({DELTA_ID: span}))
     out = context_latency.outcome(an)
     by = {h.name: h for h in out.headlines}
     assert (out.parameters["lo"], out.parameters["hi"]) == (64_000, 512_000)

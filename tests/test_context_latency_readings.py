@@ -9,10 +9,11 @@ import math
 
 import pandas as pd
 import pytest
+from conftest import edited_registry
 
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import load_claims, parse_claims
+from rackbook.inputs.claims import load_claims
 from rackbook.physics import roofline
 from rackbook.results import context_latency
 
@@ -325,11 +326,8 @@ def test_delta_run_reading_in_full():
 
 
 def test_claimed_span_refuses_a_claim_without_contexts():
-    raw = load_claims().model_dump(mode="python")
-    for c in raw["claims"]:
-        if c["id"] == context_latency.DELTA_ID:
-            c["scope"]["context_tokens"] = None
-    reg = parse_claims(raw, "edited.yaml")
+    unstated = {context_latency.DELTA_ID: lambda c: c["scope"].update(context_tokens=None)}
+    reg = edited_registry(unstated, "edited.yaml")
     with pytest.raises(InputError) as e:
         context_latency.claimed_span(reg)
     assert str(e.value) == (

@@ -3,15 +3,12 @@ gap and every verdict the chapter can reach, with expectations computed by hand.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, headline_rows, synthetic_trace
+from conftest import analyse_shipped, edited_registry, headline_rows, synthetic_trace
 
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
-from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.physics import check, roofline
 from rackbook.results import decode_parity
 
@@ -181,12 +178,7 @@ def test_ceilings_are_the_decode_bound():
 def test_the_band_comes_from_the_registry(tmp_path):
     """Widen the published band in a copy of the registry: the same -20 % gap turns consistent,
     and the headline's definition shows the new band, not the old."""
-    raw = load_claims().model_dump(mode="python")
-    raw = copy.deepcopy(raw)
-    for c in raw["claims"]:
-        if c["id"] == "decode-parity.gap":
-            c["value"] = 25.0
-    reg = parse_claims(raw, "edited")
+    reg = edited_registry({"decode-parity.gap": lambda c: c.update(value=25.0)})
     t = _testable(_trace(tmp_path, [("a", 16, 1.1), ("deepinfer", 16, 0.9)], ("NVIDIA B300",)), 1)
     params = decode_parity.Params(engine_a="a", engine_b="deepinfer", batch_sizes=[16])
     an = decode_parity.analyse(t, params, registry=reg)
@@ -451,20 +443,15 @@ def test_one_engine_only_has_no_gap_values(tmp_path):
 def test_a_claim_without_a_batch_span(tmp_path):
     """A registry whose claim names no batch sizes: the values say None, the flip names the
     chapter's own span, 8 to 256; a claim of 16 to 128 is named as such."""
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        if c["id"] == "decode-parity.gap":
-            c["scope"]["batch_sizes"] = None
-    reg = parse_claims(raw, "edited")
+    reg = edited_registry({"decode-parity.gap": lambda c: c["scope"].update(batch_sizes=None)})
     ab = decode_parity.Params(engine_a="a", engine_b="b", batch_sizes=[8, 16])
     an = decode_parity.analyse(_trace(tmp_path, POINTS), ab, registry=reg)
     v = an.values()
     assert (v["claim_batch_low"], v["claim_batch_high"]) == (None, None)
     assert "at per-rank batches 8 to 256 turns it consistent" in decode_parity.outcome(an).flips[0]
-    for c in raw["claims"]:
-        if c["id"] == "decode-parity.gap":
-            c["scope"]["batch_sizes"] = {"low": 16, "high": 128}
-    an = decode_parity.analyse(_trace(tmp_path, POINTS), ab, registry=parse_claims(raw, "span"))
+    span = {"low": 16, "high": 128}
+    reg = edited_registry({"decode-parity.gap": lambda c: c["scope"].update(batch_sizes=span)})
+    an = decode_parity.analyse(_trace(tmp_path, POINTS), ab, registry=reg)
     assert "at per-rank batches 16 to 128 turns it consistent" in decode_parity.outcome(an).flips[0]
 
 

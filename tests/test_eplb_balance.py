@@ -3,19 +3,19 @@ scoring."""
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import edited_registry
 
 from rackbook import paths
 from rackbook.core import traces
 from rackbook.core.traces import Trace
 from rackbook.errors import InputError
-from rackbook.inputs.claims import Registry, load_claims, parse_claims
+from rackbook.inputs.claims import Registry, load_claims
 from rackbook.physics import eplb
 from rackbook.results import eplb_balance
 
@@ -134,10 +134,7 @@ MODEL = "deepseek-ai/DeepSeek-V4.1-Flash"
 
 def _registry(**changes: dict) -> Registry:
     """A copy of the claims registry with fields of some claims changed (id -> {field: value})."""
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        c.update(changes.get(c["id"], {}))
-    return parse_claims(raw, "edited")
+    return edited_registry({k: lambda c, v=v: c.update(v) for k, v in changes.items()})
 
 
 def _hand_trace(gpus: tuple[str, ...] = ("NVIDIA B300",)) -> Trace:

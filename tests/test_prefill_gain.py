@@ -4,13 +4,12 @@ numbers."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, headline_rows
+from conftest import analyse_shipped, edited_registry, headline_rows
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
@@ -18,7 +17,6 @@ from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import concat, read_trace, validate
 from rackbook.errors import InputError
 from rackbook.inputs import catalogs
-from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import prefill_gain
 
 
@@ -314,15 +312,11 @@ def test_one_configuration_leaves_the_run_untested(tmp_path):
 
 
 def _edited_registry(**fields):
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        if c["id"] == "prefill-gain.gain":
-            for k, v in fields.items():
-                if k == "context_tokens":
-                    c["scope"]["context_tokens"] = v
-                else:
-                    c[k] = v
-    return parse_claims(raw, "edited")
+    def edit(c):
+        for k, v in fields.items():
+            (c["scope"] if k == "context_tokens" else c)[k] = v
+
+    return edited_registry({"prefill-gain.gain": edit})
 
 
 @pytest.mark.parametrize(

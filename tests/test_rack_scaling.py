@@ -4,19 +4,17 @@ read from the claims registry."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, headline_rows, synthetic_trace
+from conftest import analyse_shipped, edited_registry, headline_rows, synthetic_trace
 
 from rackbook import paths
 from rackbook.core import server_metrics
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.traces import read_trace, validate
-from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.results import rack_scaling
 
 
@@ -280,12 +278,8 @@ def test_cost_readings():
 def _registry(**values: float):
     """A copy of the claims registry with the given claims' values changed
     (``throughput=...``, ``speedup=...``, ``cost=...``: the rack-scaling claims)."""
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        for key, v in values.items():
-            if c["id"] == f"rack-scaling.{key}":
-                c["value"] = v
-    return parse_claims(raw, "edited")
+    edits = {f"rack-scaling.{k}": lambda c, v=v: c.update(value=v) for k, v in values.items()}
+    return edited_registry(edits)
 
 
 def _rack_trace(tmp_path, gpus=("NVIDIA GB300",), top_gpus=72, cached=None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import edited_registry
 
 from rackbook import paths
 from rackbook.book import chapter
@@ -80,16 +81,10 @@ def test_single_user_speculative_bound_is_the_fewest_bytes(tmp_path):
     """4 x B300 at 3.51 tokens per step: (12,018,688,000 B + 520 MB drafter) / 32 TB/s =
     0.391834 ms, 3.51 / 0.391834 ms = 8,958 tok/s (uniform routing gave 3,297, not a bound);
     4,000 tok/s is 0.447x of it, possible. The 3.51 is InferenceX's, and the reason says so."""
-    from rackbook.inputs.claims import load_claims, parse_claims
     from rackbook.results import single_user
 
-    raw = load_claims().model_dump(mode="python")
-    for c in raw["claims"]:
-        if c["id"] == "single-user.throughput":
-            c["value"] = 4000.0
-    an = single_user.analyse(
-        read_trace(paths.TRACES / "single-user"), registry=parse_claims(raw, "edited")
-    )
+    reg = edited_registry({"single-user.throughput": lambda c: c.update(value=4000.0)})
+    an = single_user.analyse(read_trace(paths.TRACES / "single-user"), registry=reg)
     assert an.reading("speculation")["ceiling_tok_s"] == pytest.approx(8957.875, rel=1e-6)
     r = single_user.outcome(an).reading("single-user.throughput", "physics")
     assert r.verdict == "possible" and r.margin == "45 % of the ceiling"

@@ -4,7 +4,6 @@ figure read from the claims registry."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -12,14 +11,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import analyse_shipped, headline_rows
+from conftest import analyse_shipped, edited_registry, headline_rows
 
 from rackbook import paths
 from rackbook.core.importers.vllm_bench import vllm_bench_frames
 from rackbook.core.provenance import new_run_info
 from rackbook.core.traces import read_trace, validate
 from rackbook.errors import InputError
-from rackbook.inputs.claims import load_claims, parse_claims
 from rackbook.physics.roofline import batch1_decode_ceiling_tokens_per_s
 from rackbook.results import single_user
 
@@ -267,14 +265,14 @@ def test_a_b300_trace_of_another_model_is_untested(tmp_path):
 def _registry(tok_s: float | None = None, gpus: int | None = None):
     """A copy of the claims registry with single-user.throughput's figure and/or GPU count
     changed."""
-    raw = copy.deepcopy(load_claims().model_dump(mode="python"))
-    for c in raw["claims"]:
-        if c["id"] == CLAIM_ID:
-            if tok_s is not None:
-                c["value"] = tok_s
-            if gpus is not None:
-                c["scope"]["gpu_count"] = gpus
-    return parse_claims(raw, "edited")
+
+    def edit(c):
+        if tok_s is not None:
+            c["value"] = tok_s
+        if gpus is not None:
+            c["scope"]["gpu_count"] = gpus
+
+    return edited_registry({CLAIM_ID: edit})
 
 
 @pytest.mark.parametrize(
