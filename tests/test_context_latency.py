@@ -593,7 +593,7 @@ def test_the_shipped_traces_readings_as_data():
     assert growth["added_s"] == pytest.approx(added, rel=1e-9)
     assert growth["ratio"] == pytest.approx(0.6e-3 / added, rel=1e-9)  # 6.06x
     assert growth["tok_s_per_gpu"] == pytest.approx(1 / step / 4, rel=1e-9)  # 214.47
-    assert growth["brief"] == "6.1x what measured kernels add for 1 sequence"
+    assert growth["brief"] == "6.1x what measured kernels add for one sequence"
     where = "attention tensor-parallel + experts expert-parallel on 4 GPUs"
     assert (growth["deployment_name"], growth["binding"]) == (where, "attention")
     assert growth["deployment"] == f"{where} (assumed: 1 sequence on 4 GPUs)"

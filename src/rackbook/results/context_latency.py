@@ -281,7 +281,8 @@ def growth_attainable(
         + (f": the claimed {claim_ms:g} ms is {ratio:.2g}x that" if ratio else "")
         + f" ({a.deployment}; {a.calibration})"
     )
-    brief = f"{ratio:.2g}x what measured kernels add for {seqs}" if ratio else ""
+    who = "one sequence" if batch == 1 else seqs  # as the implied-step brief says it
+    brief = f"{ratio:.2g}x what measured kernels add for {who}" if ratio else ""
     out: dict[str, Any] = {"tok_s_per_gpu": batch / steps[0] / gpus if steps[0] > 0 else None}
     out["ratio"] = ratio
     out |= dict(deployment=a.deployment, deployment_name=a.deployment_name)
